@@ -1,0 +1,338 @@
+package hns
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// CreateEndpoint implements Interface.
+func (s *Simulator) CreateEndpoint(ctx context.Context, ep *Endpoint) (*Endpoint, error) {
+	var out *Endpoint
+	err := s.call(ctx, OpCreateEndpoint, endpointLabel(ep), func() error {
+		n, ok := s.networks[strings.ToUpper(ep.HostComputeNetwork)]
+		if !ok {
+			return newError(OpCreateEndpoint, KindNotFound, endpointLabel(ep), "network %q not found", ep.HostComputeNetwork)
+		}
+		if err := s.validateEndpoint(n, ep); err != nil {
+			return err
+		}
+		c := cloneEndpoint(ep)
+		c.ID = s.newID(idEndpoint)
+		c.HostComputeNetwork = n.ID
+		c.HostComputeNamespace = "" // set by AddNamespaceEndpoint only
+		if c.MacAddress == "" {
+			c.MacAddress = s.newMAC()
+		}
+		if c.SchemaVersion == (SchemaVersion{}) {
+			c.SchemaVersion = V2
+		}
+		s.endpoints[c.ID] = c
+		out = cloneEndpoint(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func endpointLabel(ep *Endpoint) string {
+	if ep.Name != "" {
+		return ep.Name
+	}
+	return strings.Join(ep.IPs(), ",")
+}
+
+// validateEndpoint applies HNS's endpoint rules; s.mu held.
+func (s *Simulator) validateEndpoint(n *Network, ep *Endpoint) error {
+	op, label := OpCreateEndpoint, endpointLabel(ep)
+	if len(ep.IpConfigurations) == 0 {
+		return newError(op, KindInvalid, label, "an endpoint needs an IP configuration")
+	}
+	for _, ipc := range ep.IpConfigurations {
+		addr, err := netip.ParseAddr(ipc.IpAddress)
+		if err != nil {
+			return newError(op, KindInvalid, label, "%q is not an IP address", ipc.IpAddress)
+		}
+		if addr.Is6() && !s.features.IPv6DualStack {
+			return newError(op, KindNotSupported, label, "IPv6 endpoint %s needs HNS %s (host has %s)", addr, minVersion("IPv6DualStack"), s.opts.Version)
+		}
+		// Local endpoints take addresses from the network's subnets; remote
+		// ones stand for pods and nodes elsewhere, outside them.
+		if !ep.IsRemote() && !networkContains(n, addr) {
+			return newError(op, KindInvalid, label, "%s is outside the subnets of network %s", addr, n.Name)
+		}
+		if other := s.endpointWithIP(n.ID, addr); other != nil {
+			return newError(op, KindAlreadyExists, label, "%s is in use by endpoint %s on network %s", addr, other.ID, n.Name)
+		}
+	}
+	if ep.MacAddress != "" && !validMAC(ep.MacAddress) {
+		return newError(op, KindInvalid, label, "MAC %q is not a MAC address", ep.MacAddress)
+	}
+	for _, p := range ep.Policies {
+		if err := s.validateEndpointPolicy(label, ep, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Simulator) validateEndpointPolicy(label string, ep *Endpoint, p EndpointPolicy) error {
+	op := OpCreateEndpoint
+	if isNilPointer(p.settings()) {
+		return newError(op, KindInvalid, label, "policy %s has no settings", p.Type)
+	}
+	switch p.Type {
+	case EndpointPolicyOutBoundNAT:
+		for _, x := range append(slices.Clone(p.OutboundNAT.Exceptions), p.OutboundNAT.Destinations...) {
+			if !validPrefixOrAddr(x) {
+				return newError(op, KindInvalid, label, "OutBoundNAT entry %q is not an address or prefix", x)
+			}
+		}
+	case EndpointPolicySDNRoute:
+		if !validPrefixOrAddr(p.SDNRoute.DestinationPrefix) {
+			return newError(op, KindInvalid, label, "SDNRoute destination %q is not a prefix", p.SDNRoute.DestinationPrefix)
+		}
+	case EndpointPolicyProviderAddress:
+		if _, err := netip.ParseAddr(p.ProviderAddress.ProviderAddress); err != nil {
+			return newError(op, KindInvalid, label, "provider address %q is not an address", p.ProviderAddress.ProviderAddress)
+		}
+	case EndpointPolicyPortMapping:
+		return s.validateHostPort(label, p.PortMapping)
+	}
+	return nil
+}
+
+// validateHostPort rejects a host port another endpoint already publishes.
+func (s *Simulator) validateHostPort(label string, pm *PortMappingPolicy) error {
+	op := OpCreateEndpoint
+	if pm.Protocol != ProtocolTCP && pm.Protocol != ProtocolUDP {
+		return newError(op, KindNotSupported, label, "port mapping protocol %s is not supported", pm.Protocol)
+	}
+	if pm.InternalPort == 0 || pm.ExternalPort == 0 {
+		return newError(op, KindInvalid, label, "port mapping needs internal and external ports")
+	}
+	for _, id := range sortedIDs(s.endpoints) {
+		for _, q := range s.endpoints[id].Policies {
+			if q.Type == EndpointPolicyPortMapping && q.PortMapping.Protocol == pm.Protocol &&
+				q.PortMapping.ExternalPort == pm.ExternalPort && q.PortMapping.VIP == pm.VIP {
+				return newError(op, KindPortAlreadyExists, label, "host port %s/%d is published by endpoint %s", pm.Protocol, pm.ExternalPort, id)
+			}
+		}
+	}
+	return nil
+}
+
+func validPrefixOrAddr(s string) bool {
+	if _, err := netip.ParsePrefix(s); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
+func networkContains(n *Network, addr netip.Addr) bool {
+	for _, sn := range n.Subnets() {
+		if p, err := netip.ParsePrefix(sn.IpAddressPrefix); err == nil && p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// endpointWithIP finds an endpoint of network networkID holding addr; s.mu held.
+func (s *Simulator) endpointWithIP(networkID string, addr netip.Addr) *Endpoint {
+	for _, ep := range s.endpoints {
+		if ep.HostComputeNetwork != networkID {
+			continue
+		}
+		for _, ipc := range ep.IpConfigurations {
+			if a, err := netip.ParseAddr(ipc.IpAddress); err == nil && a == addr {
+				return ep
+			}
+		}
+	}
+	return nil
+}
+
+// GetEndpointByID implements Interface.
+func (s *Simulator) GetEndpointByID(ctx context.Context, id string) (*Endpoint, error) {
+	var out *Endpoint
+	err := s.call(ctx, OpGetEndpointByID, id, func() error {
+		ep, ok := s.endpoints[strings.ToUpper(id)]
+		if !ok {
+			return newError(OpGetEndpointByID, KindNotFound, id, "no such endpoint")
+		}
+		out = cloneEndpoint(ep)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetEndpointByName implements Interface; with duplicate names the oldest
+// endpoint wins, as HNS returns the first match.
+func (s *Simulator) GetEndpointByName(ctx context.Context, name string) (*Endpoint, error) {
+	var out *Endpoint
+	err := s.call(ctx, OpGetEndpointByName, name, func() error {
+		for _, id := range sortedIDs(s.endpoints) {
+			if ep := s.endpoints[id]; ep.Name != "" && strings.EqualFold(ep.Name, name) {
+				out = cloneEndpoint(ep)
+				return nil
+			}
+		}
+		return newError(OpGetEndpointByName, KindNotFound, name, "no such endpoint")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ListEndpoints implements Interface.
+func (s *Simulator) ListEndpoints(ctx context.Context, networkID string) ([]Endpoint, error) {
+	var out []Endpoint
+	err := s.call(ctx, OpListEndpoints, networkID, func() error {
+		for _, id := range sortedIDs(s.endpoints) {
+			ep := s.endpoints[id]
+			if networkID == "" || strings.EqualFold(ep.HostComputeNetwork, networkID) {
+				out = append(out, *cloneEndpoint(ep))
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteEndpoint implements Interface.
+func (s *Simulator) DeleteEndpoint(ctx context.Context, id string) error {
+	return s.call(ctx, OpDeleteEndpoint, id, func() error {
+		id = strings.ToUpper(id)
+		if _, ok := s.endpoints[id]; !ok {
+			return newError(OpDeleteEndpoint, KindNotFound, id, "no such endpoint")
+		}
+		for _, lbID := range sortedIDs(s.lbs) {
+			if slices.Contains(s.lbs[lbID].HostComputeEndpoints, id) {
+				return newError(OpDeleteEndpoint, KindInUse, id, "load balancer %s uses this endpoint", lbID)
+			}
+		}
+		s.forgetEndpoint(id)
+		return nil
+	})
+}
+
+// forgetEndpoint removes an endpoint with everything that refers to it:
+// namespace attachments, and load balancers (HNS binds a load balancer to
+// its endpoints, so it cannot outlive them). s.mu held.
+func (s *Simulator) forgetEndpoint(id string) {
+	delete(s.endpoints, id)
+	for _, ns := range s.namespaces {
+		ns.EndpointIDs = slices.DeleteFunc(ns.EndpointIDs, func(x string) bool { return x == id })
+	}
+	for lbID, lb := range s.lbs {
+		if slices.Contains(lb.HostComputeEndpoints, id) {
+			delete(s.lbs, lbID)
+		}
+	}
+}
+
+// CreateNamespace implements Interface.
+func (s *Simulator) CreateNamespace(ctx context.Context, ns *Namespace) (*Namespace, error) {
+	var out *Namespace
+	err := s.call(ctx, OpCreateNamespace, "", func() error {
+		c := &Namespace{ID: s.newID(idNamespace), Type: ns.Type}
+		if c.Type == "" {
+			c.Type = NamespaceTypeHost
+		}
+		s.namespaces[c.ID] = c
+		out = cloneNamespace(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetNamespace implements Interface.
+func (s *Simulator) GetNamespace(ctx context.Context, id string) (*Namespace, error) {
+	var out *Namespace
+	err := s.call(ctx, OpGetNamespace, id, func() error {
+		ns, ok := s.namespaces[strings.ToUpper(id)]
+		if !ok {
+			return newError(OpGetNamespace, KindNotFound, id, "no such namespace")
+		}
+		out = cloneNamespace(ns)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteNamespace implements Interface.
+func (s *Simulator) DeleteNamespace(ctx context.Context, id string) error {
+	return s.call(ctx, OpDeleteNamespace, id, func() error {
+		id = strings.ToUpper(id)
+		ns, ok := s.namespaces[id]
+		if !ok {
+			return newError(OpDeleteNamespace, KindNotFound, id, "no such namespace")
+		}
+		for _, epID := range ns.EndpointIDs {
+			if ep := s.endpoints[epID]; ep != nil {
+				ep.HostComputeNamespace = ""
+			}
+		}
+		delete(s.namespaces, id)
+		return nil
+	})
+}
+
+// AddNamespaceEndpoint implements Interface.
+func (s *Simulator) AddNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error {
+	op := OpAddNamespaceEndpoint
+	return s.call(ctx, op, endpointID, func() error {
+		ns, ok := s.namespaces[strings.ToUpper(namespaceID)]
+		if !ok {
+			return newError(op, KindNotFound, namespaceID, "no such namespace")
+		}
+		ep, ok := s.endpoints[strings.ToUpper(endpointID)]
+		if !ok {
+			return newError(op, KindNotFound, endpointID, "no such endpoint")
+		}
+		if ep.IsRemote() {
+			return newError(op, KindInvalid, endpointID, "a remote endpoint cannot join a namespace")
+		}
+		if ep.HostComputeNamespace != "" {
+			return newError(op, KindAlreadyExists, endpointID, "endpoint is attached to namespace %s", ep.HostComputeNamespace)
+		}
+		ep.HostComputeNamespace = ns.ID
+		ns.EndpointIDs = append(ns.EndpointIDs, ep.ID)
+		return nil
+	})
+}
+
+// RemoveNamespaceEndpoint implements Interface.
+func (s *Simulator) RemoveNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error {
+	op := OpRemoveNamespaceEndpoint
+	return s.call(ctx, op, endpointID, func() error {
+		ns, ok := s.namespaces[strings.ToUpper(namespaceID)]
+		if !ok {
+			return newError(op, KindNotFound, namespaceID, "no such namespace")
+		}
+		id := strings.ToUpper(endpointID)
+		if !slices.Contains(ns.EndpointIDs, id) {
+			return newError(op, KindNotFound, endpointID, "endpoint is not attached to namespace %s", ns.ID)
+		}
+		ns.EndpointIDs = slices.DeleteFunc(ns.EndpointIDs, func(x string) bool { return x == id })
+		if ep := s.endpoints[id]; ep != nil {
+			ep.HostComputeNamespace = ""
+		}
+		return nil
+	})
+}

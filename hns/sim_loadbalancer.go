@@ -1,0 +1,254 @@
+package hns
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+)
+
+const knownPortMappingFlags = PortMappingFlagsILB | PortMappingFlagsLocalRoutedVIP | PortMappingFlagsUseMux |
+	PortMappingFlagsPreserveDIP | PortMappingFlagsVipExternalIP
+
+// CreateLoadBalancer implements Interface.
+func (s *Simulator) CreateLoadBalancer(ctx context.Context, lb *LoadBalancer) (*LoadBalancer, error) {
+	var out *LoadBalancer
+	err := s.call(ctx, OpCreateLoadBalancer, frontendLabel(lb), func() error {
+		if err := s.validateLoadBalancer(OpCreateLoadBalancer, "", lb); err != nil {
+			return err
+		}
+		c := s.storeLoadBalancer(s.newID(idLoadBalancer), lb)
+		out = cloneLoadBalancer(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateLoadBalancer implements Interface.
+func (s *Simulator) UpdateLoadBalancer(ctx context.Context, id string, lb *LoadBalancer) (*LoadBalancer, error) {
+	op := OpUpdateLoadBalancer
+	var out *LoadBalancer
+	err := s.call(ctx, op, id, func() error {
+		if !s.features.ModifyLoadbalancer {
+			return newError(op, KindNotSupported, id, "in-place load balancer update needs HNS %s (host has %s)", minVersion("ModifyLoadbalancer"), s.opts.Version)
+		}
+		id = strings.ToUpper(id)
+		if _, ok := s.lbs[id]; !ok {
+			return newError(op, KindNotFound, id, "no such load balancer")
+		}
+		if err := s.validateLoadBalancer(op, id, lb); err != nil {
+			return err
+		}
+		out = cloneLoadBalancer(s.storeLoadBalancer(id, lb))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// storeLoadBalancer saves a validated copy under id, with endpoint IDs in
+// HNS's upper-case form. s.mu held.
+func (s *Simulator) storeLoadBalancer(id string, lb *LoadBalancer) *LoadBalancer {
+	c := cloneLoadBalancer(lb)
+	c.ID = id
+	for i, epID := range c.HostComputeEndpoints {
+		c.HostComputeEndpoints[i] = strings.ToUpper(epID)
+	}
+	if c.SchemaVersion == (SchemaVersion{}) {
+		c.SchemaVersion = V2
+	}
+	s.lbs[id] = c
+	return c
+}
+
+func frontendLabel(lb *LoadBalancer) string {
+	vips := "*"
+	if len(lb.FrontendVIPs) > 0 {
+		vips = strings.Join(lb.FrontendVIPs, ",")
+	}
+	if len(lb.PortMappings) == 0 {
+		return vips
+	}
+	pm := lb.PortMappings[0]
+	return vips + ":" + itoa(uint64(pm.ExternalPort)) + "/" + pm.Protocol.String()
+}
+
+// validateLoadBalancer applies HNS's rules to a load balancer that would be
+// stored under self ("" for a new one). s.mu held.
+func (s *Simulator) validateLoadBalancer(op Op, self string, lb *LoadBalancer) error {
+	label := frontendLabel(lb)
+	if err := s.validateLBFlags(op, label, lb); err != nil {
+		return err
+	}
+	if err := validateLBAddresses(op, label, lb); err != nil {
+		return err
+	}
+	if err := s.validateLBEndpoints(op, label, lb); err != nil {
+		return err
+	}
+	return s.validateFrontendFree(op, self, label, lb)
+}
+
+func (s *Simulator) validateLBFlags(op Op, label string, lb *LoadBalancer) error {
+	if lb.Flags&LoadBalancerFlagsDSR != 0 && !s.features.DSR {
+		return newError(op, KindNotSupported, label, "DSR needs HNS %s (host has %s)", minVersion("DSR"), s.opts.Version)
+	}
+	if lb.Flags&LoadBalancerFlagsIPv6 != 0 && !s.features.IPv6DualStack {
+		return newError(op, KindNotSupported, label, "IPv6 load balancers need HNS %s (host has %s)", minVersion("IPv6DualStack"), s.opts.Version)
+	}
+	if lb.Flags&^(LoadBalancerFlagsDSR|LoadBalancerFlagsIPv6) != 0 {
+		return newError(op, KindInvalid, label, "unknown load balancer flags %#x", uint32(lb.Flags))
+	}
+	if len(lb.PortMappings) == 0 {
+		return newError(op, KindInvalid, label, "a load balancer needs a port mapping")
+	}
+	for _, pm := range lb.PortMappings {
+		if pm.Protocol != ProtocolTCP && pm.Protocol != ProtocolUDP {
+			return newError(op, KindNotSupported, label, "protocol %s is not supported by HNS load balancers", pm.Protocol)
+		}
+		if pm.InternalPort == 0 || pm.ExternalPort == 0 {
+			return newError(op, KindInvalid, label, "port mapping needs internal and external ports")
+		}
+		if pm.Flags&^knownPortMappingFlags != 0 {
+			return newError(op, KindInvalid, label, "unknown port mapping flags %#x", uint32(pm.Flags))
+		}
+		switch pm.DistributionType {
+		case DistributionNone:
+		case DistributionSourceIP, DistributionSourceIPProtocol:
+			if !s.features.SessionAffinity {
+				return newError(op, KindNotSupported, label, "session affinity needs HNS %s (host has %s)", minVersion("SessionAffinity"), s.opts.Version)
+			}
+		default:
+			return newError(op, KindInvalid, label, "unknown distribution type %d", pm.DistributionType)
+		}
+	}
+	return nil
+}
+
+func validateLBAddresses(op Op, label string, lb *LoadBalancer) error {
+	ipv6 := lb.Flags&LoadBalancerFlagsIPv6 != 0
+	for _, v := range lb.FrontendVIPs {
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return newError(op, KindInvalid, label, "frontend VIP %q is not an address", v)
+		}
+		if a.Is6() != ipv6 {
+			return newError(op, KindInvalid, label, "frontend VIP %s does not match the load balancer's IPv6 flag", a)
+		}
+	}
+	if lb.SourceVIP != "" {
+		a, err := netip.ParseAddr(lb.SourceVIP)
+		if err != nil {
+			return newError(op, KindInvalid, label, "source VIP %q is not an address", lb.SourceVIP)
+		}
+		if a.Is6() != ipv6 {
+			return newError(op, KindInvalid, label, "source VIP %s does not match the load balancer's IPv6 flag", a)
+		}
+	}
+	return nil
+}
+
+func (s *Simulator) validateLBEndpoints(op Op, label string, lb *LoadBalancer) error {
+	if n := len(lb.HostComputeEndpoints); n > s.opts.MaxBackendsPerLoadBalancer {
+		return newError(op, KindInvalid, label, "%d backends exceed the limit of %d per load balancer", n, s.opts.MaxBackendsPerLoadBalancer)
+	}
+	seen := map[string]bool{}
+	for _, id := range lb.HostComputeEndpoints {
+		id = strings.ToUpper(id)
+		if seen[id] {
+			return newError(op, KindInvalid, label, "endpoint %s listed twice", id)
+		}
+		seen[id] = true
+		if _, ok := s.endpoints[id]; !ok {
+			return newError(op, KindNotFound, label, "endpoint %s does not exist", id)
+		}
+	}
+	return nil
+}
+
+// frontendKey is what two load balancers may not share: a VIP ("" for the
+// host's own addresses), protocol and external port.
+type frontendKey struct {
+	vip   string
+	proto Protocol
+	port  uint16
+}
+
+func frontendKeys(lb *LoadBalancer) []frontendKey {
+	vips := lb.FrontendVIPs
+	if len(vips) == 0 {
+		vips = []string{""}
+	}
+	var keys []frontendKey
+	for _, v := range vips {
+		if a, err := netip.ParseAddr(v); err == nil {
+			v = a.String()
+		}
+		for _, pm := range lb.PortMappings {
+			keys = append(keys, frontendKey{vip: v, proto: pm.Protocol, port: pm.ExternalPort})
+		}
+	}
+	return keys
+}
+
+func (s *Simulator) validateFrontendFree(op Op, self, label string, lb *LoadBalancer) error {
+	want := frontendKeys(lb)
+	for _, id := range sortedIDs(s.lbs) {
+		if id == self {
+			continue
+		}
+		for _, k := range frontendKeys(s.lbs[id]) {
+			for _, w := range want {
+				if k == w {
+					return newError(op, KindPortAlreadyExists, label, "frontend is served by load balancer %s", id)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// GetLoadBalancer implements Interface.
+func (s *Simulator) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error) {
+	var out *LoadBalancer
+	err := s.call(ctx, OpGetLoadBalancer, id, func() error {
+		lb, ok := s.lbs[strings.ToUpper(id)]
+		if !ok {
+			return newError(OpGetLoadBalancer, KindNotFound, id, "no such load balancer")
+		}
+		out = cloneLoadBalancer(lb)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ListLoadBalancers implements Interface.
+func (s *Simulator) ListLoadBalancers(ctx context.Context) ([]LoadBalancer, error) {
+	var out []LoadBalancer
+	err := s.call(ctx, OpListLoadBalancers, "", func() error {
+		for _, id := range sortedIDs(s.lbs) {
+			out = append(out, *cloneLoadBalancer(s.lbs[id]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteLoadBalancer implements Interface.
+func (s *Simulator) DeleteLoadBalancer(ctx context.Context, id string) error {
+	return s.call(ctx, OpDeleteLoadBalancer, id, func() error {
+		id = strings.ToUpper(id)
+		if _, ok := s.lbs[id]; !ok {
+			return newError(OpDeleteLoadBalancer, KindNotFound, id, "no such load balancer")
+		}
+		delete(s.lbs, id)
+		return nil
+	})
+}

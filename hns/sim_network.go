@@ -1,0 +1,336 @@
+package hns
+
+import (
+	"context"
+	"net/netip"
+	"reflect"
+	"strings"
+)
+
+// MinOverlayVSID is the lowest VXLAN network identifier Windows accepts on
+// an Overlay network (lower ones are reserved by the host).
+const MinOverlayVSID = 4096
+
+// maxVSID is the largest 24-bit VXLAN network identifier.
+const maxVSID = 1<<24 - 1
+
+var knownNetworkTypes = map[NetworkType]bool{
+	NetworkTypeNAT: true, NetworkTypeTransparent: true, NetworkTypeL2Bridge: true,
+	NetworkTypeL2Tunnel: true, NetworkTypeICS: true, NetworkTypePrivate: true, NetworkTypeOverlay: true,
+}
+
+// CreateNetwork implements Interface.
+func (s *Simulator) CreateNetwork(ctx context.Context, n *Network) (*Network, error) {
+	var out *Network
+	err := s.call(ctx, OpCreateNetwork, n.Name, func() error {
+		if err := s.validateNetwork(n); err != nil {
+			return err
+		}
+		for _, other := range s.networks {
+			if strings.EqualFold(other.Name, n.Name) {
+				return newError(OpCreateNetwork, KindAlreadyExists, n.Name, "a network with this name exists (%s)", other.ID)
+			}
+		}
+		c := cloneNetwork(n)
+		c.ID = s.newID(idNetwork)
+		if c.SchemaVersion == (SchemaVersion{}) {
+			c.SchemaVersion = V2
+		}
+		s.networks[c.ID] = c
+		out = cloneNetwork(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// validateNetwork checks a network definition the way HNS does on create.
+// s.mu held.
+func (s *Simulator) validateNetwork(n *Network) error {
+	op := OpCreateNetwork
+	if n.Name == "" {
+		return newError(op, KindInvalid, "", "a network needs a name")
+	}
+	if !knownNetworkTypes[n.Type] {
+		return newError(op, KindInvalid, n.Name, "unknown network type %q", n.Type)
+	}
+	subnets := n.Subnets()
+	if (n.Type == NetworkTypeOverlay || n.Type == NetworkTypeL2Bridge) && len(subnets) == 0 {
+		return newError(op, KindInvalid, n.Name, "a %s network needs at least one subnet", n.Type)
+	}
+	for _, sn := range subnets {
+		if err := s.validateSubnet(n, sn); err != nil {
+			return err
+		}
+	}
+	for _, p := range n.Policies {
+		if err := s.validateNetworkPolicy(op, n, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
+	op := OpCreateNetwork
+	pfx, err := netip.ParsePrefix(sn.IpAddressPrefix)
+	if err != nil {
+		return newError(op, KindInvalid, n.Name, "subnet %q is not a prefix", sn.IpAddressPrefix)
+	}
+	if pfx.Addr().Is6() && !s.features.IPv6DualStack {
+		return newError(op, KindNotSupported, n.Name, "IPv6 subnet %s needs HNS %s (host has %s)", pfx, minVersion("IPv6DualStack"), s.opts.Version)
+	}
+	for _, r := range sn.Routes {
+		if _, err := netip.ParseAddr(r.NextHop); r.NextHop != "" && err != nil {
+			return newError(op, KindInvalid, n.Name, "route next hop %q is not an address", r.NextHop)
+		}
+		if _, err := netip.ParsePrefix(r.DestinationPrefix); r.DestinationPrefix != "" && err != nil {
+			return newError(op, KindInvalid, n.Name, "route destination %q is not a prefix", r.DestinationPrefix)
+		}
+	}
+	vsid := uint32(0)
+	for _, p := range sn.Policies {
+		if p.Type == SubnetPolicyVSID && p.Isolation != nil {
+			vsid = p.Isolation.IsolationID
+		}
+	}
+	if n.Type == NetworkTypeOverlay {
+		if vsid == 0 {
+			return newError(op, KindInvalid, n.Name, "overlay subnet %s has no VSID policy", pfx)
+		}
+		if vsid < MinOverlayVSID || vsid > maxVSID {
+			return newError(op, KindInvalid, n.Name, "overlay subnet %s: VSID %d outside %d..%d", pfx, vsid, MinOverlayVSID, maxVSID)
+		}
+	}
+	return nil
+}
+
+// validateNetworkPolicy checks one network policy; s.mu held.
+func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) error {
+	if isNilPointer(p.settings()) && p.Type != NetworkPolicyHostRoute {
+		return newError(op, KindInvalid, n.Name, "policy %s has no settings", p.Type)
+	}
+	switch p.Type {
+	case NetworkPolicyNetAdapterName:
+		if p.NetAdapterName == nil || s.adapter(p.NetAdapterName.NetworkAdapterName) == nil {
+			name := ""
+			if p.NetAdapterName != nil {
+				name = p.NetAdapterName.NetworkAdapterName
+			}
+			return newError(op, KindNotFound, n.Name, "network adapter %q not found on the host (adapters: %s)", name, s.adapterNames())
+		}
+	case NetworkPolicyRemoteSubnetRoute:
+		if !s.features.RemoteSubnet {
+			return newError(op, KindNotSupported, n.Name, "RemoteSubnetRoute needs HNS %s (host has %s)", minVersion("RemoteSubnet"), s.opts.Version)
+		}
+		if n.Type != NetworkTypeOverlay {
+			return newError(op, KindInvalid, n.Name, "RemoteSubnetRoute is only valid on Overlay networks")
+		}
+		return validateRemoteSubnetRoute(op, n.Name, p.RemoteSubnetRoute)
+	case NetworkPolicyVxlanPort:
+		if !s.features.VxlanPort {
+			return newError(op, KindNotSupported, n.Name, "VxlanPort needs HNS %s (host has %s)", minVersion("VxlanPort"), s.opts.Version)
+		}
+		if p.VxlanPort == nil || p.VxlanPort.Port == 0 {
+			return newError(op, KindInvalid, n.Name, "VxlanPort needs a port")
+		}
+	case NetworkPolicyHostRoute:
+		if !s.features.HostRoute {
+			return newError(op, KindNotSupported, n.Name, "HostRoute needs HNS %s (host has %s)", minVersion("HostRoute"), s.opts.Version)
+		}
+	case NetworkPolicyProviderAddress:
+		if _, err := netip.ParseAddr(p.ProviderAddress.ProviderAddress); err != nil {
+			return newError(op, KindInvalid, n.Name, "provider address %q is not an address", p.ProviderAddress.ProviderAddress)
+		}
+	case NetworkPolicyDrMacAddress:
+		if !validMAC(p.DrMacAddress.Address) {
+			return newError(op, KindInvalid, n.Name, "DR MAC %q is not a MAC address", p.DrMacAddress.Address)
+		}
+	}
+	return nil
+}
+
+func validateRemoteSubnetRoute(op Op, object string, r *RemoteSubnetRoutePolicy) error {
+	if _, err := netip.ParsePrefix(r.DestinationPrefix); err != nil {
+		return newError(op, KindInvalid, object, "remote subnet %q is not a prefix", r.DestinationPrefix)
+	}
+	if _, err := netip.ParseAddr(r.ProviderAddress); err != nil {
+		return newError(op, KindInvalid, object, "remote subnet %s: provider address %q is not an address", r.DestinationPrefix, r.ProviderAddress)
+	}
+	if !validMAC(r.DistributedRouterMacAddress) {
+		return newError(op, KindInvalid, object, "remote subnet %s: DR MAC %q is not a MAC address", r.DestinationPrefix, r.DistributedRouterMacAddress)
+	}
+	if r.IsolationID < MinOverlayVSID {
+		return newError(op, KindInvalid, object, "remote subnet %s: isolation ID %d below %d", r.DestinationPrefix, r.IsolationID, MinOverlayVSID)
+	}
+	return nil
+}
+
+// validMAC accepts HNS's dash form and the colon form.
+func validMAC(s string) bool {
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == ':' })
+	if len(parts) != 6 {
+		return false
+	}
+	for _, p := range parts {
+		if len(p) != 2 || strings.Trim(strings.ToLower(p), "0123456789abcdef") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func minVersion(feature string) string {
+	v, _ := MinimumVersion(feature)
+	return v.String()
+}
+
+func (s *Simulator) adapter(name string) *HostAdapter {
+	for i := range s.opts.HostAdapters {
+		if strings.EqualFold(s.opts.HostAdapters[i].Name, name) {
+			return &s.opts.HostAdapters[i]
+		}
+	}
+	return nil
+}
+
+func (s *Simulator) adapterNames() string {
+	var names []string
+	for _, a := range s.opts.HostAdapters {
+		names = append(names, a.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// GetNetworkByID implements Interface.
+func (s *Simulator) GetNetworkByID(ctx context.Context, id string) (*Network, error) {
+	var out *Network
+	err := s.call(ctx, OpGetNetworkByID, id, func() error {
+		n, ok := s.networks[strings.ToUpper(id)]
+		if !ok {
+			return newError(OpGetNetworkByID, KindNotFound, id, "no such network")
+		}
+		out = cloneNetwork(n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetNetworkByName implements Interface.
+func (s *Simulator) GetNetworkByName(ctx context.Context, name string) (*Network, error) {
+	var out *Network
+	err := s.call(ctx, OpGetNetworkByName, name, func() error {
+		for _, n := range s.networks {
+			if strings.EqualFold(n.Name, name) {
+				out = cloneNetwork(n)
+				return nil
+			}
+		}
+		return newError(OpGetNetworkByName, KindNotFound, name, "no such network")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ListNetworks implements Interface.
+func (s *Simulator) ListNetworks(ctx context.Context) ([]Network, error) {
+	var out []Network
+	err := s.call(ctx, OpListNetworks, "", func() error {
+		for _, id := range sortedIDs(s.networks) {
+			out = append(out, *cloneNetwork(s.networks[id]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteNetwork implements Interface.
+func (s *Simulator) DeleteNetwork(ctx context.Context, id string) error {
+	return s.call(ctx, OpDeleteNetwork, id, func() error {
+		id = strings.ToUpper(id)
+		if _, ok := s.networks[id]; !ok {
+			return newError(OpDeleteNetwork, KindNotFound, id, "no such network")
+		}
+		n := 0
+		for _, ep := range s.endpoints {
+			if ep.HostComputeNetwork == id {
+				n++
+			}
+		}
+		if n > 0 {
+			return newError(OpDeleteNetwork, KindInUse, id, "network still has %d endpoints", n)
+		}
+		delete(s.networks, id)
+		return nil
+	})
+}
+
+// AddNetworkPolicies implements Interface.
+func (s *Simulator) AddNetworkPolicies(ctx context.Context, networkID string, policies []NetworkPolicy) error {
+	return s.call(ctx, OpAddNetworkPolicies, networkID, func() error {
+		n, ok := s.networks[strings.ToUpper(networkID)]
+		if !ok {
+			return newError(OpAddNetworkPolicies, KindNotFound, networkID, "no such network")
+		}
+		for _, p := range policies {
+			if err := s.validateNetworkPolicy(OpAddNetworkPolicies, n, p); err != nil {
+				return err
+			}
+			if p.Type == NetworkPolicyRemoteSubnetRoute {
+				if old := findRemoteSubnetRoute(n, p.RemoteSubnetRoute.DestinationPrefix); old != nil {
+					return newError(OpAddNetworkPolicies, KindAlreadyExists, networkID, "a remote subnet route for %s exists (via %s)", old.DestinationPrefix, old.ProviderAddress)
+				}
+			}
+		}
+		for _, p := range policies {
+			n.Policies = append(n.Policies, cloneNetworkPolicy(p))
+		}
+		return nil
+	})
+}
+
+func findRemoteSubnetRoute(n *Network, prefix string) *RemoteSubnetRoutePolicy {
+	for _, p := range n.Policies {
+		if p.Type == NetworkPolicyRemoteSubnetRoute && p.RemoteSubnetRoute != nil && p.RemoteSubnetRoute.DestinationPrefix == prefix {
+			return p.RemoteSubnetRoute
+		}
+	}
+	return nil
+}
+
+// RemoveNetworkPolicies implements Interface: each policy must equal one on
+// the network.
+func (s *Simulator) RemoveNetworkPolicies(ctx context.Context, networkID string, policies []NetworkPolicy) error {
+	return s.call(ctx, OpRemoveNetworkPolicies, networkID, func() error {
+		n, ok := s.networks[strings.ToUpper(networkID)]
+		if !ok {
+			return newError(OpRemoveNetworkPolicies, KindNotFound, networkID, "no such network")
+		}
+		kept := append([]NetworkPolicy(nil), n.Policies...)
+		for _, p := range policies {
+			i := indexPolicy(kept, p)
+			if i < 0 {
+				return newError(OpRemoveNetworkPolicies, KindNotFound, networkID, "no %s policy equal to the one given", p.Type)
+			}
+			kept = append(kept[:i], kept[i+1:]...)
+		}
+		n.Policies = kept
+		return nil
+	})
+}
+
+func indexPolicy(ps []NetworkPolicy, p NetworkPolicy) int {
+	for i, q := range ps {
+		if q.Type == p.Type && reflect.DeepEqual(q.settings(), p.settings()) && string(q.Raw) == string(p.Raw) {
+			return i
+		}
+	}
+	return -1
+}
