@@ -119,7 +119,9 @@ type Trace struct {
 	Steps []string
 }
 
-func (t *Trace) step(format string, args ...any) { t.Steps = append(t.Steps, fmt.Sprintf(format, args...)) }
+func (t *Trace) step(format string, args ...any) {
+	t.Steps = append(t.Steps, fmt.Sprintf(format, args...))
+}
 
 func (t *Trace) String() string { return strings.Join(t.Steps, "\n") }
 
