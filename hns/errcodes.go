@@ -37,7 +37,7 @@ var errorCodeKinds = []struct {
 	{0x803B001B, KindInvalid, "HCN_E_INVALID_JSON"},
 	{0x803B001E, KindInvalid, "HCN_E_INVALID_IP"},
 	{0x803B002D, KindInvalid, "HCN_E_INVALID_INTERNAL_PORT"},
-	{0x80070057, KindInvalid, "E_INVALIDARG"},
+	{0x00000057, KindInvalid, "ERROR_INVALID_PARAMETER"}, // E_INVALIDARG: hcn reports HRESULT_FROM_WIN32(x) as x
 	{0x803B002C, KindInUse, "HCN_E_ENTITY_HAS_REFERENCES"},
 }
 

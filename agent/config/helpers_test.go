@@ -1,0 +1,90 @@
+package config
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// testOptions loads for target as a node named by the hostname "Node-1"
+// (NODE_NAME unset), so tests don't depend on the machine.
+func testOptions(target OS) LoadOptions {
+	return LoadOptions{
+		OS:       target,
+		Getenv:   func(string) string { return "" },
+		Hostname: func() (string, error) { return "Node-1", nil },
+	}
+}
+
+func duration(d time.Duration) metav1.Duration     { return metav1.Duration{Duration: d} }
+func durationPtr(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+// fieldErr is the part of a field.Error tests assert on: its type and
+// path, not its wording.
+type fieldErr struct {
+	Type  field.ErrorType
+	Field string
+}
+
+func fieldErrs(errs field.ErrorList) []fieldErr {
+	var out []fieldErr
+	for _, e := range errs {
+		out = append(out, fieldErr{e.Type, e.Field})
+	}
+	return out
+}
+
+// mustLoad loads a config that must be valid.
+func mustLoad(t *testing.T, data []byte, opts LoadOptions) (*AgentConfiguration, Warnings) {
+	t.Helper()
+	cfg, warnings, err := Load(data, opts)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return cfg, warnings
+}
+
+// loadInvalid loads a config that must decode but be invalid, and returns
+// its field errors.
+func loadInvalid(t *testing.T, data []byte, opts LoadOptions) (*AgentConfiguration, field.ErrorList, Warnings) {
+	t.Helper()
+	cfg, warnings, err := Load(data, opts)
+	var invalid *InvalidError
+	if !errors.As(err, &invalid) {
+		t.Fatalf("Load error = %v, want an *InvalidError", err)
+	}
+	if cfg == nil {
+		t.Fatal("Load returned no config with its *InvalidError")
+	}
+	return cfg, invalid.Errors, warnings
+}
+
+func diffErrs(t *testing.T, got field.ErrorList, want []fieldErr) {
+	t.Helper()
+	if diff := cmp.Diff(want, fieldErrs(got)); diff != "" {
+		t.Errorf("field errors (-want +got):\n%s\nall errors: %v", diff, got)
+	}
+}
+
+func diffWarnings(t *testing.T, got Warnings, want []string) {
+	t.Helper()
+	var fields []string
+	for _, w := range got {
+		fields = append(fields, w.Field)
+	}
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("warning fields (-want +got):\n%s\nall warnings: %q", diff, got.Strings())
+	}
+}
+
+func prefixStrings[P interface{ String() string }](ps []P) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// MaxSocketPathLength is the longest unix socket path: sun_path holds 108
+// bytes including the terminating NUL, on Linux and on Windows.
+const MaxSocketPathLength = 107
+
+func (v *validator) validateCNI() {
+	c := &v.cfg.CNI
+	path := field.NewPath("cni")
+	v.validateAbsPath(path.Child("socketPath"), c.SocketPath)
+	if len(c.SocketPath) > MaxSocketPathLength {
+		v.err(field.TooLong(path.Child("socketPath"), c.SocketPath, MaxSocketPathLength))
+	}
+	v.validateAbsPath(path.Child("confDir"), c.ConfDir)
+	v.validateAbsPath(path.Child("binDir"), c.BinDir)
+	v.validateAbsPath(path.Child("dataDir"), c.DataDir)
+	v.validateConflistName(path.Child("conflistName"), c.ConflistName)
+}
+
+// validateAbsPath checks an absolute path on the target OS; in a shared config
+// it may be unset (each node defaults it for its own OS).
+func (v *validator) validateAbsPath(path *field.Path, p string) {
+	switch {
+	case p == "" && v.shared:
+	case p == "":
+		v.err(field.Required(path, fmt.Sprintf("an absolute path on %s", v.target)))
+	case !isAbsPath(v.target, p):
+		v.err(field.Invalid(path, p, fmt.Sprintf("must be an absolute path on %s", v.target)))
+	}
+}
+
+func (v *validator) validateConflistName(path *field.Path, name string) {
+	switch {
+	case name == "":
+		v.err(field.Required(path, "the conflist's file name, e.g. "+DefaultConflistName))
+	case strings.ContainsAny(name, `/\:`) || name == ".conflist":
+		v.err(field.Invalid(path, name, "must be a plain file name"))
+	case !strings.HasSuffix(name, ".conflist"):
+		v.err(field.Invalid(path, name, `must end in ".conflist"`))
+	}
+}
+
+func (v *validator) validateWindows() {
+	w := &v.cfg.Windows
+	path := field.NewPath("windows")
+	if w.HNSVersion != "" && !isMajorMinor(w.HNSVersion) {
+		v.err(field.Invalid(path.Child("hnsVersion"), w.HNSVersion, `must be "major.minor", e.g. "15.4"`))
+	}
+	if w.MaxBackendsPerLoadBalancer < 1 {
+		v.err(field.Invalid(path.Child("maxBackendsPerLoadBalancer"), w.MaxBackendsPerLoadBalancer, "must be at least 1"))
+	}
+}
+
+// isMajorMinor reports whether s is two dot-separated decimal numbers.
+func isMajorMinor(s string) bool {
+	major, minor, ok := strings.Cut(s, ".")
+	return ok && isDecimal(major) && isDecimal(minor)
+}
+
+func isDecimal(s string) bool {
+	if s == "" || len(s) > 9 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	_, err := strconv.Atoi(s)
+	return err == nil
+}
+
+func (v *validator) validateLinux() {
+	c := &v.cfg.Linux.Conntrack
+	path := field.NewPath("linux", "conntrack")
+	nonNegativeInt := func(name string, n *int32) {
+		if n != nil && *n < 0 {
+			v.err(field.Invalid(path.Child(name), *n, "must not be negative"))
+		}
+	}
+	nonNegativeDuration := func(name string, d *metav1.Duration) {
+		if d != nil && d.Duration < 0 {
+			v.err(field.Invalid(path.Child(name), d.Duration.String(), "must not be negative"))
+		}
+	}
+	nonNegativeInt("maxPerCore", c.MaxPerCore)
+	nonNegativeInt("min", c.Min)
+	nonNegativeDuration("tcpEstablishedTimeout", c.TCPEstablishedTimeout)
+	nonNegativeDuration("tcpCloseWaitTimeout", c.TCPCloseWaitTimeout)
+	nonNegativeDuration("udpTimeout", c.UDPTimeout)
+	nonNegativeDuration("udpStreamTimeout", c.UDPStreamTimeout)
+}

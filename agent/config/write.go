@@ -1,0 +1,93 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	yamlv2 "go.yaml.in/yaml/v2"
+)
+
+// Marshal renders cfg as YAML with apiVersion and kind set, fields in the
+// order of the Go types (the order of this package's documentation) rather
+// than alphabetically. Load reads the result back to an equal config.
+func Marshal(cfg *AgentConfiguration) ([]byte, error) {
+	out := *cfg
+	out.APIVersion, out.Kind = APIVersion, Kind
+	j, err := json.Marshal(&out)
+	if err != nil {
+		return nil, fmt.Errorf("encoding config: %w", err)
+	}
+	// JSON is YAML; decoding it into a MapSlice keeps the field order.
+	var ordered yamlv2.MapSlice
+	if err := yamlv2.Unmarshal(j, &ordered); err != nil {
+		return nil, fmt.Errorf("encoding config: %w", err)
+	}
+	y, err := yamlv2.Marshal(typeMetaFirst(ordered))
+	if err != nil {
+		return nil, fmt.Errorf("encoding config: %w", err)
+	}
+	return y, nil
+}
+
+// typeMetaFirst moves apiVersion, then kind, to the top, where readers of
+// Kubernetes-style files look for them.
+func typeMetaFirst(m yamlv2.MapSlice) yamlv2.MapSlice {
+	out := make(yamlv2.MapSlice, 0, len(m))
+	for _, key := range []string{"apiVersion", "kind"} {
+		for _, item := range m {
+			if item.Key == key {
+				out = append(out, item)
+			}
+		}
+	}
+	for _, item := range m {
+		if item.Key != "apiVersion" && item.Key != "kind" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// WriteFile writes cfg as YAML (Marshal) to path atomically: readers see
+// the old file or the new one, never a partial one. This is what
+// --write-config-to and nodenetctl config convert -o use.
+func WriteFile(cfg *AgentConfiguration, path string) error {
+	data, err := Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, data)
+}
+
+// writeFileAtomic writes to a temporary file in the same directory (so the
+// rename stays on one filesystem), syncs it and renames it over path.
+func writeFileAtomic(path string, data []byte) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	return nil
+}

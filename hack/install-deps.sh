@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything nodenet's tests need on a Debian machine, as root, and
+# is fast when it is all there already:
+#   - network tools the privileged tests drive (iproute2, nftables, iptables,
+#     conntrack);
+#   - kube-apiserver and etcd built from the Go module proxy into the cache
+#     (hack/build-kube-binaries.sh);
+#   - Wine with the ProcessPrng stub for the Windows test leg
+#     (hack/setup-wine.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { echo "install-deps: $*" >&2; }
+
+packages=(iproute2 nftables iptables conntrack)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	if [[ $(id -u) -ne 0 ]]; then
+		log "missing packages ${missing[*]}: run as root or install them"
+		exit 1
+	fi
+	log "apt-get install ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+bash hack/build-kube-binaries.sh
+bash hack/setup-wine.sh
+log "ready"

@@ -1,0 +1,23 @@
+package apiserver
+
+import (
+	"fmt"
+	"net"
+)
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+// All listeners stay open until every port is chosen so the kernel cannot
+// hand out the same port twice; a port can still be taken by someone else
+// before the child binds it, which Start handles by retrying.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find free loopback port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
