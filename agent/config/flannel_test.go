@@ -5,7 +5,6 @@ package config
 //   service CIDR    10.96.0.0/12 (never in a flannel config)
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -15,12 +14,7 @@ import (
 )
 
 func TestFlannelFilesImport(t *testing.T) {
-	conntrack := ConntrackConfiguration{
-		MaxPerCore:            ptr(int32(32768)),
-		Min:                   ptr(int32(131072)),
-		TCPEstablishedTimeout: durationPtr(24 * time.Hour),
-		TCPCloseWaitTimeout:   durationPtr(time.Hour),
-	}
+	conntrack := wantDefaultConntrack()
 	overlay := func(name string, vxlan VXLANConfiguration, cni CNIConfiguration) *AgentConfiguration {
 		return &AgentConfiguration{
 			TypeMeta:       metav1.TypeMeta{APIVersion: "nodenet.io/v1alpha1", Kind: "AgentConfiguration"},
@@ -47,20 +41,8 @@ func TestFlannelFilesImport(t *testing.T) {
 			Linux:   LinuxConfiguration{Conntrack: conntrack},
 		}
 	}
-	linuxCNI := CNIConfiguration{
-		SocketPath:   "/var/run/nodenet/cni.sock",
-		ConfDir:      "/etc/cni/net.d",
-		ConflistName: "10-nodenet.conflist",
-		BinDir:       "/opt/cni/bin",
-		DataDir:      "/var/lib/nodenet",
-	}
-	windowsCNI := CNIConfiguration{
-		SocketPath:   `C:\ProgramData\nodenet\cni.sock`,
-		ConfDir:      `C:\etc\cni\net.d`,
-		ConflistName: "10-nodenet.conflist",
-		BinDir:       `C:\opt\cni\bin`,
-		DataDir:      `C:\ProgramData\nodenet`,
-	}
+	linuxCNI := wantLinuxCNI()
+	windowsCNI := wantWindowsCNI()
 	tests := []struct {
 		name         string
 		file         string
@@ -91,16 +73,7 @@ func TestFlannelFilesImport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := os.ReadFile("testdata/" + tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, errs, warnings := loadInvalid(t, data, testOptions(tt.os))
-			diffErrs(t, errs, []fieldErr{serviceCIDRsRequired})
-			diffWarnings(t, warnings, tt.wantWarnings)
-			if diff := cmp.Diff(tt.want, cfg); diff != "" {
-				t.Errorf("config (-want +got):\n%s", diff)
-			}
+			checkImport(t, tt.file, tt.os, tt.want, tt.wantWarnings)
 		})
 	}
 }

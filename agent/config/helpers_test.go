@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -87,4 +88,51 @@ func prefixStrings[P interface{ String() string }](ps []P) []string {
 		out = append(out, p.String())
 	}
 	return out
+}
+
+// The defaults every loaded config gets, as the tests expect them.
+
+func wantLinuxCNI() CNIConfiguration {
+	return CNIConfiguration{
+		SocketPath:   "/var/run/nodenet/cni.sock",
+		ConfDir:      "/etc/cni/net.d",
+		ConflistName: "10-nodenet.conflist",
+		BinDir:       "/opt/cni/bin",
+		DataDir:      "/var/lib/nodenet",
+	}
+}
+
+func wantWindowsCNI() CNIConfiguration {
+	return CNIConfiguration{
+		SocketPath:   `C:\ProgramData\nodenet\cni.sock`,
+		ConfDir:      `C:\etc\cni\net.d`,
+		ConflistName: "10-nodenet.conflist",
+		BinDir:       `C:\opt\cni\bin`,
+		DataDir:      `C:\ProgramData\nodenet`,
+	}
+}
+
+func wantDefaultConntrack() ConntrackConfiguration {
+	return ConntrackConfiguration{
+		MaxPerCore:            ptr(int32(32768)),
+		Min:                   ptr(int32(131072)),
+		TCPEstablishedTimeout: durationPtr(24 * time.Hour),
+		TCPCloseWaitTimeout:   durationPtr(time.Hour),
+	}
+}
+
+// checkImport loads an imported file (kube-proxy or flannel), which always
+// lacks serviceCIDRs, and compares the result and warnings.
+func checkImport(t *testing.T, file string, target OS, want *AgentConfiguration, wantWarnings []string) {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, errs, warnings := loadInvalid(t, data, testOptions(target))
+	diffErrs(t, errs, []fieldErr{serviceCIDRsRequired})
+	diffWarnings(t, warnings, wantWarnings)
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
 }

@@ -19,12 +19,7 @@ import (
 var serviceCIDRsRequired = fieldErr{field.ErrorTypeRequired, "serviceCIDRs"}
 
 func TestKubeProxyFilesImport(t *testing.T) {
-	defaultConntrack := ConntrackConfiguration{
-		MaxPerCore:            ptr(int32(32768)),
-		Min:                   ptr(int32(131072)),
-		TCPEstablishedTimeout: durationPtr(24 * time.Hour),
-		TCPCloseWaitTimeout:   durationPtr(time.Hour),
-	}
+	defaultConntrack := wantDefaultConntrack()
 	tests := []struct {
 		name         string
 		file         string
@@ -116,16 +111,7 @@ func TestKubeProxyFilesImport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := os.ReadFile("testdata/" + tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, errs, warnings := loadInvalid(t, data, testOptions(tt.os))
-			diffErrs(t, errs, []fieldErr{serviceCIDRsRequired})
-			diffWarnings(t, warnings, tt.wantWarnings)
-			if diff := cmp.Diff(tt.want, cfg); diff != "" {
-				t.Errorf("config (-want +got):\n%s", diff)
-			}
+			checkImport(t, tt.file, tt.os, tt.want, tt.wantWarnings)
 		})
 	}
 }

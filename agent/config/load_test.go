@@ -19,26 +19,9 @@ import (
 )
 
 func TestLoadValidFiles(t *testing.T) {
-	linuxCNI := CNIConfiguration{
-		SocketPath:   "/var/run/nodenet/cni.sock",
-		ConfDir:      "/etc/cni/net.d",
-		ConflistName: "10-nodenet.conflist",
-		BinDir:       "/opt/cni/bin",
-		DataDir:      "/var/lib/nodenet",
-	}
-	windowsCNI := CNIConfiguration{
-		SocketPath:   `C:\ProgramData\nodenet\cni.sock`,
-		ConfDir:      `C:\etc\cni\net.d`,
-		ConflistName: "10-nodenet.conflist",
-		BinDir:       `C:\opt\cni\bin`,
-		DataDir:      `C:\ProgramData\nodenet`,
-	}
-	defaultConntrack := ConntrackConfiguration{
-		MaxPerCore:            ptr(int32(32768)),
-		Min:                   ptr(int32(131072)),
-		TCPEstablishedTimeout: durationPtr(24 * time.Hour),
-		TCPCloseWaitTimeout:   durationPtr(time.Hour),
-	}
+	linuxCNI := wantLinuxCNI()
+	windowsCNI := wantWindowsCNI()
+	defaultConntrack := wantDefaultConntrack()
 	minimal := func(cni CNIConfiguration) *AgentConfiguration {
 		return &AgentConfiguration{
 			TypeMeta:       metav1.TypeMeta{APIVersion: "nodenet.io/v1alpha1", Kind: "AgentConfiguration"},
