@@ -45,6 +45,20 @@ func classify(op Op, object string, err error) error {
 	return &Error{Op: op, Kind: KindUnknown, Object: object, Err: err}
 }
 
+// listFromHCN converts a list hcn returned, failing on the first object
+// that does not translate.
+func listFromHCN[H, T any](op Op, in []H, conv func(Op, *H) (*T, error)) ([]T, error) {
+	out := make([]T, 0, len(in))
+	for i := range in {
+		v, err := conv(op, &in[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *v)
+	}
+	return out, nil
+}
+
 func ctxErr(ctx context.Context, op Op, object string) error {
 	if err := ctx.Err(); err != nil {
 		return &Error{Op: op, Kind: KindTransient, Object: object, Msg: "caller gave up", Err: err}
@@ -114,15 +128,7 @@ func (client) ListNetworks(ctx context.Context) ([]Network, error) {
 	if err != nil {
 		return nil, classify(OpListNetworks, "", err)
 	}
-	out := make([]Network, 0, len(ns))
-	for i := range ns {
-		n, err := networkFromHCN(OpListNetworks, &ns[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *n)
-	}
-	return out, nil
+	return listFromHCN(OpListNetworks, ns, networkFromHCN)
 }
 
 func (client) DeleteNetwork(ctx context.Context, id string) error {
@@ -229,15 +235,7 @@ func (client) ListEndpoints(ctx context.Context, networkID string) ([]Endpoint, 
 	if err != nil {
 		return nil, classify(op, networkID, err)
 	}
-	out := make([]Endpoint, 0, len(es))
-	for i := range es {
-		e, err := endpointFromHCN(op, &es[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *e)
-	}
-	return out, nil
+	return listFromHCN(op, es, endpointFromHCN)
 }
 
 func (client) DeleteEndpoint(ctx context.Context, id string) error {
@@ -381,15 +379,7 @@ func (client) ListLoadBalancers(ctx context.Context) ([]LoadBalancer, error) {
 	if err != nil {
 		return nil, classify(op, "", err)
 	}
-	out := make([]LoadBalancer, 0, len(lbs))
-	for i := range lbs {
-		lb, err := loadBalancerFromHCN(op, &lbs[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *lb)
-	}
-	return out, nil
+	return listFromHCN(op, lbs, loadBalancerFromHCN)
 }
 
 func (client) DeleteLoadBalancer(ctx context.Context, id string) error {
