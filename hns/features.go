@@ -20,18 +20,23 @@ func (v Version) Less(o Version) bool {
 	return v.Major < o.Major || (v.Major == o.Major && v.Minor < o.Minor)
 }
 
-// ParseVersion parses "major.minor".
+// ParseVersion parses "major.minor", each a decimal number of digits only.
 func ParseVersion(s string) (Version, error) {
-	maj, min, ok := strings.Cut(strings.TrimSpace(s), ".")
-	if !ok {
-		return Version{}, fmt.Errorf("hns version %q: want major.minor", s)
-	}
-	a, err1 := strconv.Atoi(maj)
-	b, err2 := strconv.Atoi(min)
-	if err1 != nil || err2 != nil || a < 0 || b < 0 {
-		return Version{}, fmt.Errorf("hns version %q: want major.minor with non-negative integers", s)
+	maj, min, ok := strings.Cut(s, ".")
+	a, okA := parseDecimal(maj)
+	b, okB := parseDecimal(min)
+	if !ok || !okA || !okB {
+		return Version{}, fmt.Errorf("hns version %q: want major.minor, e.g. 15.4", s)
 	}
 	return Version{Major: a, Minor: b}, nil
+}
+
+func parseDecimal(s string) (int, bool) {
+	if s == "" || len(s) > 9 || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }
 
 // Well-known HNS versions.

@@ -159,7 +159,7 @@ func TestFeaturesFollowTheHNSVersion(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "15", "15.x", "-1.2", "1.2.3"} {
+	for _, bad := range []string{"", "15", "15.x", "-1.2", "+1.2", " 15.4", "1.2.3"} {
 		if _, err := ParseVersion(bad); err == nil {
 			t.Errorf("ParseVersion(%q) accepted", bad)
 		}

@@ -2,7 +2,7 @@ package config
 
 import (
 	"fmt"
-	"strconv"
+	"github.com/nodenet/nodenet/hns"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,31 +52,12 @@ func (v *validator) validateConflistName(path *field.Path, name string) {
 func (v *validator) validateWindows() {
 	w := &v.cfg.Windows
 	path := field.NewPath("windows")
-	if w.HNSVersion != "" && !isMajorMinor(w.HNSVersion) {
+	if _, err := hns.ParseVersion(w.HNSVersion); w.HNSVersion != "" && err != nil {
 		v.err(field.Invalid(path.Child("hnsVersion"), w.HNSVersion, `must be "major.minor", e.g. "15.4"`))
 	}
 	if w.MaxBackendsPerLoadBalancer < 1 {
 		v.err(field.Invalid(path.Child("maxBackendsPerLoadBalancer"), w.MaxBackendsPerLoadBalancer, "must be at least 1"))
 	}
-}
-
-// isMajorMinor reports whether s is two dot-separated decimal numbers.
-func isMajorMinor(s string) bool {
-	major, minor, ok := strings.Cut(s, ".")
-	return ok && isDecimal(major) && isDecimal(minor)
-}
-
-func isDecimal(s string) bool {
-	if s == "" || len(s) > 9 {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	_, err := strconv.Atoi(s)
-	return err == nil
 }
 
 func (v *validator) validateLinux() {
