@@ -31,14 +31,13 @@ type Fault struct {
 
 type faultRule struct {
 	Fault
-	matched    int
-	afterApply bool
-	next       error
+	matched int
+	next    error
 }
 
 // InjectFault adds a fault rule and returns a function that removes it.
 func (s *Simulator) InjectFault(f Fault) (remove func()) {
-	r := &faultRule{Fault: f, afterApply: f.AfterApply}
+	r := &faultRule{Fault: f}
 	s.mu.Lock()
 	s.faults = append(s.faults, r)
 	s.mu.Unlock()

@@ -138,7 +138,7 @@ func (s *Simulator) call(ctx context.Context, op Op, object string, apply func()
 		return err
 	}
 	f := s.matchFault(op)
-	if f != nil && !f.afterApply {
+	if f != nil && !f.AfterApply {
 		return f.errorFor(op, object)
 	}
 	if err := apply(); err != nil {
