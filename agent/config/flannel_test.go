@@ -6,40 +6,20 @@ package config
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestFlannelFilesImport(t *testing.T) {
-	conntrack := wantDefaultConntrack()
+	// Imports carry no service CIDRs; otherwise they default like the
+	// minimal config.
 	overlay := func(name string, vxlan VXLANConfiguration, cni CNIConfiguration) *AgentConfiguration {
-		return &AgentConfiguration{
-			TypeMeta:       metav1.TypeMeta{APIVersion: "nodenet.io/v1alpha1", Kind: "AgentConfiguration"},
-			ClusterCIDRs:   []string{"10.244.0.0/16"},
-			NodeName:       "node-1",
-			IPFamilyPolicy: IPFamilyPolicySingleStack,
-			SyncPeriod:     duration(30 * time.Second),
-			MinSyncPeriod:  durationPtr(time.Second),
-			ConfigHardFail: ptr(true),
-			Network: NetworkConfiguration{
-				Mode:      NetworkModeOverlay,
-				Name:      name,
-				VXLAN:     &vxlan,
-				SourceVIP: "auto",
-			},
-			Proxy: ProxyConfiguration{
-				DetectLocal:        DetectLocalConfiguration{Mode: DetectLocalClusterCIDR, ClusterCIDRs: []string{"10.244.0.0/16"}},
-				NodePortAddresses:  []string{"primary"},
-				HealthzBindAddress: "0.0.0.0:10256",
-				MetricsBindAddress: "127.0.0.1:10249",
-			},
-			CNI:     cni,
-			Windows: WindowsConfiguration{MaxBackendsPerLoadBalancer: 64},
-			Linux:   LinuxConfiguration{Conntrack: conntrack},
-		}
+		c := wantDefaultConfig(cni)
+		c.ServiceCIDRs = nil
+		c.Network.Name = name
+		c.Network.VXLAN = &vxlan
+		return c
 	}
 	linuxCNI := wantLinuxCNI()
 	windowsCNI := wantWindowsCNI()

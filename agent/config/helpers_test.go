@@ -136,3 +136,33 @@ func checkImport(t *testing.T, file string, target OS, want *AgentConfiguration,
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 }
+
+// wantDefaultConfig is what the minimal config (cluster and service CIDRs
+// only) loads as on a node named "node-1".
+func wantDefaultConfig(cni CNIConfiguration) *AgentConfiguration {
+	return &AgentConfiguration{
+		TypeMeta:       metav1.TypeMeta{APIVersion: "nodenet.io/v1alpha1", Kind: "AgentConfiguration"},
+		ClusterCIDRs:   []string{"10.244.0.0/16"},
+		ServiceCIDRs:   []string{"10.96.0.0/12"},
+		NodeName:       "node-1",
+		IPFamilyPolicy: IPFamilyPolicySingleStack,
+		SyncPeriod:     duration(30 * time.Second),
+		MinSyncPeriod:  durationPtr(time.Second),
+		ConfigHardFail: ptr(true),
+		Network: NetworkConfiguration{
+			Mode:      NetworkModeOverlay,
+			Name:      "nodenet",
+			VXLAN:     &VXLANConfiguration{VNI: 4096, Port: 4789},
+			SourceVIP: "auto",
+		},
+		Proxy: ProxyConfiguration{
+			DetectLocal:        DetectLocalConfiguration{Mode: DetectLocalClusterCIDR, ClusterCIDRs: []string{"10.244.0.0/16"}},
+			NodePortAddresses:  []string{"primary"},
+			HealthzBindAddress: "0.0.0.0:10256",
+			MetricsBindAddress: "127.0.0.1:10249",
+		},
+		CNI:     cni,
+		Windows: WindowsConfiguration{MaxBackendsPerLoadBalancer: 64},
+		Linux:   LinuxConfiguration{Conntrack: wantDefaultConntrack()},
+	}
+}
