@@ -201,44 +201,24 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 		{
 			name: "DSR on an HNS older than DSR support is refused",
 			opts: SimulatorOptions{Version: Version{9, 2}},
-			do: func(t *testing.T, h *overlayHost) error {
-				lb := clusterIPLB(clusterIP, 80, 8080, h.pod5.ID)
-				lb.Flags = LoadBalancerFlagsDSR
-				_, err := h.sim.CreateLoadBalancer(ctx, lb)
-				return err
-			},
+			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.Flags = LoadBalancerFlagsDSR }),
 			want: KindNotSupported, wantMsg: "DSR needs HNS 10.2 (host has 9.2)",
 		},
 		{
 			name: "DSR on Windows Server 2019 is accepted",
 			opts: SimulatorOptions{Version: VersionWS2019},
-			do: func(t *testing.T, h *overlayHost) error {
-				lb := clusterIPLB(clusterIP, 80, 8080, h.pod5.ID)
-				lb.Flags = LoadBalancerFlagsDSR
-				_, err := h.sim.CreateLoadBalancer(ctx, lb)
-				return err
-			},
+			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.Flags = LoadBalancerFlagsDSR }),
 		},
 		{
 			name: "session affinity below HNS 12.0 is refused",
 			opts: SimulatorOptions{Version: VersionWS2019},
-			do: func(t *testing.T, h *overlayHost) error {
-				lb := clusterIPLB(clusterIP, 80, 8080, h.pod5.ID)
-				lb.PortMappings[0].DistributionType = DistributionSourceIP
-				_, err := h.sim.CreateLoadBalancer(ctx, lb)
-				return err
-			},
+			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.PortMappings[0].DistributionType = DistributionSourceIP }),
 			want: KindNotSupported, wantMsg: "session affinity needs HNS 12.0 (host has 10.4)",
 		},
 		{
 			name: "session affinity on HNS 12.0 is accepted",
 			opts: SimulatorOptions{Version: Version{12, 0}},
-			do: func(t *testing.T, h *overlayHost) error {
-				lb := clusterIPLB(clusterIP, 80, 8080, h.pod5.ID)
-				lb.PortMappings[0].DistributionType = DistributionSourceIP
-				_, err := h.sim.CreateLoadBalancer(ctx, lb)
-				return err
-			},
+			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.PortMappings[0].DistributionType = DistributionSourceIP }),
 		},
 		{
 			name: "an in-place update below HNS 15.4 is refused",
@@ -252,12 +232,7 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 		},
 		{
 			name: "an SCTP load balancer is refused",
-			do: func(t *testing.T, h *overlayHost) error {
-				lb := clusterIPLB(clusterIP, 80, 8080, h.pod5.ID)
-				lb.PortMappings[0].Protocol = ProtocolSCTP
-				_, err := h.sim.CreateLoadBalancer(ctx, lb)
-				return err
-			},
+			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.PortMappings[0].Protocol = ProtocolSCTP }),
 			want: KindNotSupported, wantMsg: "protocol SCTP",
 		},
 		{
@@ -351,6 +326,17 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tc.wantMsg)
 			}
 		})
+	}
+}
+
+// createClusterIPLB returns a rule case that creates a cluster-IP load
+// balancer for pod .5, changed by tweak.
+func createClusterIPLB(tweak func(lb *LoadBalancer)) func(t *testing.T, h *overlayHost) error {
+	return func(t *testing.T, h *overlayHost) error {
+		lb := clusterIPLB(clusterIP, 80, 8080, h.pod5.ID)
+		tweak(lb)
+		_, err := h.sim.CreateLoadBalancer(ctx, lb)
+		return err
 	}
 }
 
