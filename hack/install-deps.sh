@@ -2,7 +2,7 @@
 # Installs everything nodenet's tests need on a Debian machine, as root, and
 # is fast when it is all there already:
 #   - network tools the privileged tests drive (iproute2, nftables, iptables,
-#     conntrack);
+#     conntrack, ping);
 #   - kube-apiserver and etcd built from the Go module proxy into the cache
 #     (hack/build-kube-binaries.sh);
 #   - Wine with the ProcessPrng stub for the Windows test leg
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 log() { echo "install-deps: $*" >&2; }
 
-packages=(iproute2 nftables iptables conntrack)
+packages=(iproute2 nftables iptables conntrack iputils-ping)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -42,7 +42,7 @@ func TestSchemaRoundTrip(t *testing.T) {
 			file: "endpoint-pod.json", into: func() any { return &Endpoint{} },
 			check: func(t *testing.T, v any) {
 				ep := v.(*Endpoint)
-				if nat := ep.outboundNAT(); nat == nil || len(nat.Exceptions) != 3 {
+				if nat := ep.Policies[0].OutboundNAT; nat == nil || len(nat.Exceptions) != 3 {
 					t.Errorf("OutBoundNAT not decoded: %+v", ep.Policies)
 				}
 				if r := ep.Policies[1].SDNRoute; r == nil || !r.NeedEncap {

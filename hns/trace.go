@@ -400,7 +400,7 @@ func (s *Simulator) traceRoute(t *Trace, from Entry, sender *Endpoint, p tracePa
 	}
 	out := p.Packet
 	if sender != nil {
-		if nat := sender.outboundNAT(); nat != nil && natApplies(nat, p.dst) {
+		if nat := sender.outboundNATFor(p.dst); nat != nil {
 			out.Src = nat.VirtualIP
 			if out.Src == "" {
 				out.Src = s.firstHostAddress(p.dst.Is6())
@@ -414,9 +414,12 @@ func (s *Simulator) traceRoute(t *Trace, from Entry, sender *Endpoint, p tracePa
 	t.Deliveries = []Delivery{{Target: TargetExternal, Packet: out}}
 }
 
-func (e *Endpoint) outboundNAT() *OutboundNATPolicy {
+// outboundNATFor returns the first OutBoundNAT policy that applies to
+// dst. An endpoint may carry several (the exceptions policy, loopback DSR's
+// Destinations policy); their order must not change the outcome.
+func (e *Endpoint) outboundNATFor(dst netip.Addr) *OutboundNATPolicy {
 	for _, p := range e.Policies {
-		if p.OutboundNAT != nil {
+		if p.OutboundNAT != nil && natApplies(p.OutboundNAT, dst) {
 			return p.OutboundNAT
 		}
 	}

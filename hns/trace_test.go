@@ -238,6 +238,9 @@ func TestTraceRouting(t *testing.T) {
 		from Entry
 		pkt  Packet
 		want Delivery
+		// dsrFirst puts a loopback-DSR OutBoundNAT (Destinations: the pod
+		// itself) before the exceptions policy.
+		dsrFirst bool
 	}{
 		{
 			name: "pod to outside is NATed to the node IP",
@@ -254,6 +257,11 @@ func TestTraceRouting(t *testing.T) {
 			from: FromEndpoint, pkt: tcp("10.244.1.5", 40000, "10.244.2.33", 8080),
 			want: Delivery{Target: TargetRemoteEndpoint, Packet: tcp("10.244.1.5", 40000, "10.244.2.33", 8080),
 				Encap: &Encapsulation{ProviderAddress: remoteNodeIP, VSID: 4096}},
+		},
+		{
+			name: "a loopback-DSR policy listed first does not stop outside traffic being NATed",
+			from: FromEndpoint, pkt: tcp("10.244.1.5", 40000, "203.0.113.7", 443), dsrFirst: true,
+			want: Delivery{Target: TargetExternal, Packet: tcp(nodeIP, 40000, "203.0.113.7", 443)},
 		},
 		{
 			name: "the host reaches a local pod directly",
@@ -273,7 +281,12 @@ func TestTraceRouting(t *testing.T) {
 			if err := h.sim.DeleteEndpoint(ctx, h.pod5.ID); err != nil {
 				t.Fatal(err)
 			}
-			mustEndpoint(t, h.sim, localEndpoint(h.net.ID, "10.244.1.5", nat))
+			policies := []EndpointPolicy{nat}
+			if tc.dsrFirst {
+				dsr := EndpointPolicy{Type: EndpointPolicyOutBoundNAT, OutboundNAT: &OutboundNATPolicy{Destinations: []string{"10.244.1.5"}}}
+				policies = []EndpointPolicy{dsr, nat}
+			}
+			mustEndpoint(t, h.sim, localEndpoint(h.net.ID, "10.244.1.5", policies...))
 			tr := mustTrace(t, h.sim, tc.from, tc.pkt)
 			if len(tr.Deliveries) != 1 {
 				t.Fatalf("want one delivery, got %d\n%s", len(tr.Deliveries), tr)

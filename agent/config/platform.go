@@ -82,3 +82,9 @@ func isAbsPath(o OS, p string) bool {
 func isASCIILetter(b byte) bool {
 	return ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z')
 }
+
+// DefaultCNIConfiguration returns o's CNI defaults, for the plugin binary,
+// which reads no agent config but must find the agent's socket.
+func DefaultCNIConfiguration(o OS) CNIConfiguration {
+	return cniDefaults(o.rules())
+}

@@ -3,10 +3,10 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	yamlv2 "go.yaml.in/yaml/v2"
+
+	"github.com/nodenet/nodenet/internal/atomicfile"
 )
 
 // Marshal renders cfg as YAML with apiVersion and kind set, fields in the
@@ -58,35 +58,7 @@ func WriteFile(cfg *AgentConfiguration, path string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data)
-}
-
-// writeFileAtomic writes to a temporary file in the same directory (so the
-// rename stays on one filesystem), syncs it and renames it over path.
-func writeFileAtomic(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing config: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("writing config: %w", err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("writing config: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("writing config: %w", err)
-	}
-	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("writing config: %w", err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
 		return fmt.Errorf("writing config: %w", err)
 	}
 	return nil

@@ -1,0 +1,78 @@
+// Package hostport makes pods' hostPorts work on Linux: the conflist
+// declares the portMappings capability, the runtime hands each ADD the
+// pod's hostPorts (cni.Pod.PortMappings), and this package DNATs them with
+// nftables. It is a decorator (Wiring) over the pod wiring
+// (cni/vethbridge), which stays unaware of hostPorts.
+//
+// # What is programmed
+//
+// One table, inet nodenet-hostport, owned by us and written only through
+// knftables transactions:
+//
+//   - four maps, the mappings themselves: hostports-v4 and hostports-v6
+//     (key "protocol . port": a hostPort on every local address of the
+//     family) and hostip-hostports-v4 and hostip-hostports-v6 (key
+//     "hostIP . protocol . port": a hostPort on one address, the mapping's
+//     HostIP); the value is "podIP . containerPort". Each element's comment
+//     is "<containerID>/<ifname> <namespace>/<name>": the attachment, so
+//     Del, Check and List work from the kernel alone after an agent restart
+//     (the agent keeps no state across restarts), and the pod, so a
+//     conflict names it.
+//   - chain hostports: DNAT through the maps (a lookup that misses ends the
+//     rule, so traffic that isn't a hostPort passes untouched). Before the
+//     DNATs, packets from this node's pod CIDRs that a map will DNAT get the
+//     hairpin mark (Options.HairpinMark).
+//   - chain prerouting (nat, priority -100): "fib daddr type local jump
+//     hostports": traffic arriving at the node for one of its own
+//     addresses; traffic routed through the node keeps its destination.
+//   - chain output (nat, priority -100, numeric: nft 1.0.6 refuses
+//     "dstnat" on the output hook): the same for traffic the node sends to
+//     its own addresses, except loopback (below).
+//   - chain postrouting (nat, priority 100): masquerade marked packets
+//     (and clear the mark). Hairpin: a pod reaching a hostPort through a
+//     node address is DNATed to a pod on the same bridge, which would answer
+//     it directly with its own address, bypassing the conntrack entry that
+//     undoes the DNAT; masqueraded, the answer goes to the node, which
+//     undoes both. Only pod sources are masqueraded: clients elsewhere see
+//     the real answer path and the pod sees their real address.
+//
+// Adding a pod's hostPorts is one transaction of map elements, no chain is
+// rewritten; removing them is one transaction of element deletes. A pod
+// without hostPorts costs no nft call at all. The table, chains, maps and
+// rules are "ensured" (added if missing, rules flushed and written again)
+// on first use and on every Ready, which repairs drift; elements survive.
+//
+// A hostPort that another pod holds for the same family, protocol and port
+// on the same hostIP, or on every address when either side is on every
+// address (as Kubernetes' scheduler counts them), fails the ADD with an
+// error that wraps ErrConflict and names the pod holding it; the pod is
+// unwired again. The kernel has the last word: new elements are added with
+// "nft create", which fails if the key exists.
+//
+// A mirror of the map elements, loaded from the kernel on first use and
+// again whenever a transaction fails (and on every List and Check), lets
+// Del and Add skip nft for pods without hostPorts. Every write to the table
+// goes through one mutex.
+//
+// When a UDP mapping is created, the conntrack entries of UDP flows to its
+// port are deleted (as the reference portmap plugin does): a client that
+// kept sending to the port before the mapping existed would otherwise keep
+// its un-DNATed entry, and miss the pod, for as long as it keeps sending.
+//
+// # What is not done, and why
+//
+//   - Localhost: connecting to 127.0.0.1:hostPort or [::1]:hostPort from
+//     the node doesn't reach the pod. A DNATed packet from a loopback source
+//     can't leave the node unless route_localnet is set on the way out (and
+//     there is no IPv6 equivalent at all); route_localnet lets neighbours
+//     reach the node's localhost-only services (CVE-2020-8558), and
+//     kube-proxy's nftables mode dropped localhost NodePorts for the same
+//     reason. The output chain leaves loopback destinations alone, so a
+//     node process listening on that port keeps working.
+//   - Filtering: the node must forward to the pods (net.ipv4.ip_forward,
+//     net.ipv6.conf.all.forwarding, and no filter forward chain that drops
+//     pod traffic); the node network sets that up, not this package.
+//   - Windows: HNS endpoint policies do hostPorts there; the Wiring exists
+//     on Linux only (knftables v0.0.22 doesn't build elsewhere: it imports
+//     github.com/google/nftables).
+package hostport

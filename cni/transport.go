@@ -1,0 +1,85 @@
+package cni
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+)
+
+// shutdownTimeout bounds how long Serve waits for requests in flight when
+// its context ends; they are bounded by RequestTimeout anyway.
+const shutdownTimeout = 30 * time.Second
+
+// Listen opens the server's unix socket, hardened (see listenUnix).
+// Listening before the network is ready lets the plugin get a clear
+// "try again later" rather than "agent not reachable".
+func (s *Server) Listen() (net.Listener, error) {
+	return listenUnix(s.opts.SocketPath)
+}
+
+// Serve answers requests on l until ctx ends, then waits for the requests
+// in flight.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	err := srv.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-done
+		return nil
+	}
+	return err
+}
+
+// ServeHTTP decodes a Request, handles it and writes the Response. CNI
+// errors travel in the body with status 200; only transport problems
+// (wrong path or method, oversized or undecodable body) get other statuses,
+// still with a Response body the plugin can print.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != RequestPath {
+		writeResponse(w, http.StatusNotFound, &Response{Error: requestError(types.ErrInvalidNetworkConfig, "no such path %q; requests go to %s", r.URL.Path, RequestPath)})
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeResponse(w, http.StatusMethodNotAllowed, &Response{Error: requestError(types.ErrInvalidNetworkConfig, "method %s not allowed; use POST", r.Method)})
+		return
+	}
+	var req Request
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeResponse(w, http.StatusRequestEntityTooLarge, &Response{Error: requestError(types.ErrDecodingFailure, "request is larger than %d bytes", s.opts.MaxRequestBytes)})
+			return
+		}
+		writeResponse(w, http.StatusBadRequest, &Response{Error: requestError(types.ErrDecodingFailure, "request is not valid JSON: %v", err)})
+		return
+	}
+	writeResponse(w, http.StatusOK, s.Handle(r.Context(), &req))
+}
+
+func writeResponse(w http.ResponseWriter, status int, resp *Response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func encodeResult(res *current.Result) (json.RawMessage, error) {
+	return json.Marshal(res)
+}
