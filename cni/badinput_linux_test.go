@@ -16,7 +16,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/cni/api"
 )
 
 // runPlugin execs nodenet-cni exactly as a runtime does: CNI_* in the
@@ -109,18 +109,18 @@ func TestBadInput(t *testing.T) {
 	// for itself.
 	direct := []struct {
 		name     string
-		req      cni.Request
+		req      api.Request
 		wantCode uint
 	}{
-		{"the server refuses an ifname longer than 15 bytes", cni.Request{Command: "ADD", ContainerID: "c", Netns: pod.netns.Path(), IfName: "eth0123456789012", Config: []byte(conf("1.0.0", ""))}, types.ErrInvalidEnvironmentVariables},
-		{"the server refuses ADD without a netns", cni.Request{Command: "ADD", ContainerID: "c", IfName: "eth0", Config: []byte(conf("1.0.0", ""))}, types.ErrInvalidEnvironmentVariables},
-		{"the server refuses an unknown command", cni.Request{Command: "REBOOT", Config: []byte(conf("1.0.0", ""))}, types.ErrInvalidEnvironmentVariables},
-		{"the server refuses a config that is not JSON", cni.Request{Command: "DEL", ContainerID: "c", IfName: "eth0", Config: []byte(`"nope"`)}, types.ErrDecodingFailure},
-		{"the server refuses a request over its size limit", cni.Request{Command: "ADD", ContainerID: "c", Netns: pod.netns.Path(), IfName: "eth0", Config: bigConfig()}, types.ErrDecodingFailure},
+		{"the server refuses an ifname longer than 15 bytes", api.Request{Command: "ADD", ContainerID: "c", Netns: pod.netns.Path(), IfName: "eth0123456789012", Config: []byte(conf("1.0.0", ""))}, types.ErrInvalidEnvironmentVariables},
+		{"the server refuses ADD without a netns", api.Request{Command: "ADD", ContainerID: "c", IfName: "eth0", Config: []byte(conf("1.0.0", ""))}, types.ErrInvalidEnvironmentVariables},
+		{"the server refuses an unknown command", api.Request{Command: "REBOOT", Config: []byte(conf("1.0.0", ""))}, types.ErrInvalidEnvironmentVariables},
+		{"the server refuses a config that is not JSON", api.Request{Command: "DEL", ContainerID: "c", IfName: "eth0", Config: []byte(`"nope"`)}, types.ErrDecodingFailure},
+		{"the server refuses a request over its size limit", api.Request{Command: "ADD", ContainerID: "c", Netns: pod.netns.Path(), IfName: "eth0", Config: bigConfig()}, types.ErrDecodingFailure},
 	}
 	for _, tt := range direct {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, err := cni.Send(context.Background(), node.socket, &tt.req)
+			resp, err := api.Send(context.Background(), node.socket, &tt.req)
 			if err != nil {
 				t.Fatalf("send: %v", err)
 			}
@@ -133,7 +133,7 @@ func TestBadInput(t *testing.T) {
 
 // bigConfig is a valid config padded past the server's request limit.
 func bigConfig() []byte {
-	pad := strings.Repeat("x", cni.DefaultMaxRequestBytes)
+	pad := strings.Repeat("x", api.DefaultMaxRequestBytes)
 	return []byte(fmt.Sprintf(`{"cniVersion":"1.0.0","name":"nodenet","pad":%q}`, pad))
 }
 

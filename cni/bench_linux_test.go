@@ -136,4 +136,3 @@ func reportPercentiles(b *testing.B, op string, d []time.Duration) {
 	b.ReportMetric(at(0.50), op+"-p50-ms")
 	b.ReportMetric(at(0.99), op+"-p99-ms")
 }
-

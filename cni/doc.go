@@ -9,8 +9,11 @@
 // pod wiring (Wiring: cni/vethbridge on Linux, cni/hnsendpoint on
 // Windows), serializes work per container ID and rolls back a failed ADD.
 //
-// Wire protocol: one HTTP POST of a Request (JSON) to /v1/cni on the unix
-// socket; the answer is a Response holding either the CNI result in the
-// current spec version (the plugin converts it to the version the runtime
-// asked for) or a CNI error. `curl --unix-socket` can talk to it.
+// The plugin side lives in cni/plugin and the wire protocol in cni/api, so
+// the binary a runtime starts for every pod links neither IPAM nor HNS nor
+// the Kubernetes libraries (their init alone would double its start time).
+// The protocol is one HTTP POST of an api.Request (JSON) to /v1/cni on the
+// unix socket; the answer is an api.Response holding either the CNI result
+// in the current spec version (the plugin converts it to the version the
+// runtime asked for) or a CNI error. `curl --unix-socket` can talk to it.
 package cni

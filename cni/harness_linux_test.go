@@ -35,7 +35,6 @@ import (
 )
 
 const (
-	agentEnv   = "NODENET_CNI_TEST_AGENT"
 	bridgeName = "nodenet"
 )
 
@@ -235,7 +234,7 @@ func (n *testNode) newPod(name string) *testPod {
 		ContainerID: "ctr-" + name,
 		NetNS:       podNS.Path(),
 		IfName:      "eth0",
-		Args:        [][2]string{{"K8S_POD_NAMESPACE", "default"}, {"K8S_POD_NAME", name}, {"K8S_POD_INFRA_CONTAINER_ID", "ctr-" + name}},
+		Args:        [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "default"}, {"K8S_POD_NAME", name}, {"K8S_POD_INFRA_CONTAINER_ID", "ctr-" + name}},
 	}}
 }
 

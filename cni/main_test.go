@@ -8,6 +8,9 @@ import (
 	"testing"
 )
 
+// agentEnv, when set, makes the test binary the restart test's agent.
+const agentEnv = "NODENET_CNI_TEST_AGENT"
+
 // TestMain doubles as the "agent process" of the restart test: started
 // with agentEnv set, the test binary runs a CNI server until killed.
 func TestMain(m *testing.M) {

@@ -10,6 +10,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/nodenet/nodenet/cni/api"
 )
 
 // PluginType is the "type" of nodenet's entry in the conflist: the plugin
@@ -77,10 +79,10 @@ func ParseNetConf(data []byte) (*NetConf, *types.Error) {
 		return nil, requestError(types.ErrDecodingFailure, "network config is not valid JSON: %v", err)
 	}
 	if conf.CNIVersion == "" {
-		return nil, requestError(types.ErrIncompatibleCNIVersion, "network config has no cniVersion; nodenet-cni supports %s", strings.Join(SupportedVersions.SupportedVersions(), ", "))
+		return nil, requestError(types.ErrIncompatibleCNIVersion, "network config has no cniVersion; nodenet-cni supports %s", strings.Join(api.SupportedVersions.SupportedVersions(), ", "))
 	}
-	if err := (&version.Reconciler{}).Check(conf.CNIVersion, SupportedVersions); err != nil {
-		return nil, requestError(types.ErrIncompatibleCNIVersion, "cniVersion %q is not supported; nodenet-cni supports %s", conf.CNIVersion, strings.Join(SupportedVersions.SupportedVersions(), ", "))
+	if err := (&version.Reconciler{}).Check(conf.CNIVersion, api.SupportedVersions); err != nil {
+		return nil, requestError(types.ErrIncompatibleCNIVersion, "cniVersion %q is not supported; nodenet-cni supports %s", conf.CNIVersion, strings.Join(api.SupportedVersions.SupportedVersions(), ", "))
 	}
 	if conf.Name == "" {
 		return nil, requestError(types.ErrInvalidNetworkConfig, "network config has no name")
@@ -121,10 +123,10 @@ func checkPortMapping(pm RuntimePortMapping) error {
 // checkRequest validates the CNI_* parameters the command needs, the way
 // skel does in the plugin: the server can't trust that every caller of
 // its socket went through skel.
-func checkRequest(req *Request) *types.Error {
+func checkRequest(req *api.Request) *types.Error {
 	switch req.Command {
-	case CommandAdd, CommandCheck, CommandDel:
-	case CommandGC, CommandStatus:
+	case api.CommandAdd, api.CommandCheck, api.CommandDel:
+	case api.CommandGC, api.CommandStatus:
 		return nil
 	case "":
 		return requestError(types.ErrInvalidEnvironmentVariables, "CNI_COMMAND is missing")
@@ -143,14 +145,14 @@ func checkRequest(req *Request) *types.Error {
 	if err := utils.ValidateInterfaceName(req.IfName); err != nil {
 		return err
 	}
-	if req.Netns == "" && req.Command != CommandDel {
+	if req.Netns == "" && req.Command != api.CommandDel {
 		return requestError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is missing: %s needs the pod's network namespace", req.Command)
 	}
 	return nil
 }
 
 // podFromRequest builds the wiring's view of the pod.
-func podFromRequest(req *Request, conf *NetConf) (*Pod, *types.Error) {
+func podFromRequest(req *api.Request, conf *NetConf) (*Pod, *types.Error) {
 	pod := &Pod{
 		Attachment: Attachment{ContainerID: req.ContainerID, IfName: req.IfName},
 		Netns:      req.Netns,

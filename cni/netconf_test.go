@@ -8,6 +8,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodenet/nodenet/cni/api"
 )
 
 func TestParseNetConf(t *testing.T) {
@@ -53,24 +55,24 @@ func TestParseNetConf(t *testing.T) {
 }
 
 func TestCheckRequest(t *testing.T) {
-	ok := Request{Command: CommandAdd, ContainerID: "c1", Netns: "/var/run/netns/p1", IfName: "eth0"}
+	ok := api.Request{Command: api.CommandAdd, ContainerID: "c1", Netns: "/var/run/netns/p1", IfName: "eth0"}
 	tests := []struct {
 		name     string
-		edit     func(*Request)
+		edit     func(*api.Request)
 		wantCode uint
 	}{
-		{"a complete ADD passes", func(*Request) {}, 0},
-		{"DEL without a netns passes", func(r *Request) { r.Command, r.Netns = CommandDel, "" }, 0},
-		{"GC needs no container", func(r *Request) { *r = Request{Command: CommandGC} }, 0},
-		{"STATUS needs no container", func(r *Request) { *r = Request{Command: CommandStatus} }, 0},
-		{"a missing command is refused", func(r *Request) { r.Command = "" }, types.ErrInvalidEnvironmentVariables},
-		{"an unknown command is refused", func(r *Request) { r.Command = "UPGRADE" }, types.ErrInvalidEnvironmentVariables},
-		{"ADD without a netns is refused", func(r *Request) { r.Netns = "" }, types.ErrInvalidEnvironmentVariables},
-		{"CHECK without a container ID is refused", func(r *Request) { r.Command, r.ContainerID = CommandCheck, "" }, types.ErrInvalidEnvironmentVariables},
-		{"a container ID with a slash is refused", func(r *Request) { r.ContainerID = "../etc" }, types.ErrInvalidEnvironmentVariables},
-		{"an ifname longer than 15 bytes is refused", func(r *Request) { r.IfName = "eth0123456789012" }, types.ErrInvalidEnvironmentVariables},
-		{"an ifname with a slash is refused", func(r *Request) { r.IfName = "eth/0" }, types.ErrInvalidEnvironmentVariables},
-		{"a missing ifname is refused", func(r *Request) { r.IfName = "" }, types.ErrInvalidEnvironmentVariables},
+		{"a complete ADD passes", func(*api.Request) {}, 0},
+		{"DEL without a netns passes", func(r *api.Request) { r.Command, r.Netns = api.CommandDel, "" }, 0},
+		{"GC needs no container", func(r *api.Request) { *r = api.Request{Command: api.CommandGC} }, 0},
+		{"STATUS needs no container", func(r *api.Request) { *r = api.Request{Command: api.CommandStatus} }, 0},
+		{"a missing command is refused", func(r *api.Request) { r.Command = "" }, types.ErrInvalidEnvironmentVariables},
+		{"an unknown command is refused", func(r *api.Request) { r.Command = "UPGRADE" }, types.ErrInvalidEnvironmentVariables},
+		{"ADD without a netns is refused", func(r *api.Request) { r.Netns = "" }, types.ErrInvalidEnvironmentVariables},
+		{"CHECK without a container ID is refused", func(r *api.Request) { r.Command, r.ContainerID = api.CommandCheck, "" }, types.ErrInvalidEnvironmentVariables},
+		{"a container ID with a slash is refused", func(r *api.Request) { r.ContainerID = "../etc" }, types.ErrInvalidEnvironmentVariables},
+		{"an ifname longer than 15 bytes is refused", func(r *api.Request) { r.IfName = "eth0123456789012" }, types.ErrInvalidEnvironmentVariables},
+		{"an ifname with a slash is refused", func(r *api.Request) { r.IfName = "eth/0" }, types.ErrInvalidEnvironmentVariables},
+		{"a missing ifname is refused", func(r *api.Request) { r.IfName = "" }, types.ErrInvalidEnvironmentVariables},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +97,7 @@ func TestPodFromRequest(t *testing.T) {
 	if cerr != nil {
 		t.Fatal(cerr)
 	}
-	req := &Request{Command: CommandAdd, ContainerID: "c1", Netns: "/var/run/netns/p1", IfName: "eth0",
+	req := &api.Request{Command: api.CommandAdd, ContainerID: "c1", Netns: "/var/run/netns/p1", IfName: "eth0",
 		Args: "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_INFRA_CONTAINER_ID=c1;K8S_POD_UID=u-1;OTHER=x"}
 	pod, cerr := podFromRequest(req, conf)
 	if cerr != nil {

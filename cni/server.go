@@ -13,6 +13,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodenet/nodenet/ipam"
+
+	"github.com/nodenet/nodenet/cni/api"
 )
 
 // Defaults of ServerOptions.
@@ -34,7 +36,7 @@ type ServerOptions struct {
 	// Wiring connects pods to the node network.
 	Wiring Wiring
 	// MaxRequestBytes bounds a request body. Default:
-	// DefaultMaxRequestBytes.
+	// api.DefaultMaxRequestBytes.
 	MaxRequestBytes int64
 	// RequestTimeout bounds one request's work. Default:
 	// DefaultRequestTimeout.
@@ -77,7 +79,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		return nil, errors.New("cni server: no pod wiring")
 	}
 	if opts.MaxRequestBytes <= 0 {
-		opts.MaxRequestBytes = DefaultMaxRequestBytes
+		opts.MaxRequestBytes = api.DefaultMaxRequestBytes
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
@@ -150,7 +152,7 @@ func ipamRanges(nw *NodeNetwork) ([]ipam.Range, error) {
 }
 
 // Handle serves one request. It is the transport-free core of the server.
-func (s *Server) Handle(ctx context.Context, req *Request) *Response {
+func (s *Server) Handle(ctx context.Context, req *api.Request) *api.Response {
 	start := s.opts.Now()
 	resp := s.handle(ctx, req)
 	log := s.log.WithValues("command", req.Command, "containerID", req.ContainerID, "ifname", req.IfName, "duration", s.opts.Now().Sub(start))
@@ -162,13 +164,13 @@ func (s *Server) Handle(ctx context.Context, req *Request) *Response {
 	return resp
 }
 
-func (s *Server) handle(ctx context.Context, req *Request) *Response {
+func (s *Server) handle(ctx context.Context, req *api.Request) *api.Response {
 	if err := checkRequest(req); err != nil {
-		return &Response{Error: err}
+		return &api.Response{Error: err}
 	}
 	conf, cerr := ParseNetConf(req.Config)
 	if cerr != nil {
-		return &Response{Error: cerr}
+		return &api.Response{Error: cerr}
 	}
 	// A runtime that gives up on a request must not leave it half done:
 	// finish (or roll back) within the server's own deadline.
@@ -178,41 +180,41 @@ func (s *Server) handle(ctx context.Context, req *Request) *Response {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	switch req.Command {
-	case CommandAdd:
+	case api.CommandAdd:
 		res, err := s.add(ctx, req, conf)
 		if err != nil {
-			return &Response{Error: toCNIError("add", err)}
+			return &api.Response{Error: toCNIError("add", err)}
 		}
 		raw, err := encodeResult(res)
 		if err != nil {
-			return &Response{Error: requestError(types.ErrInternal, "add: encode result: %v", err)}
+			return &api.Response{Error: requestError(types.ErrInternal, "add: encode result: %v", err)}
 		}
-		return &Response{Result: raw}
-	case CommandDel:
+		return &api.Response{Result: raw}
+	case api.CommandDel:
 		return errorResponse("del", s.del(ctx, req, conf))
-	case CommandCheck:
+	case api.CommandCheck:
 		return errorResponse("check", s.check(ctx, req, conf))
-	case CommandGC:
+	case api.CommandGC:
 		return errorResponse("gc", s.gc(ctx, conf))
-	case CommandStatus:
+	case api.CommandStatus:
 		if err := s.status(ctx); err != nil {
-			return &Response{Error: requestError(types.ErrPluginNotAvailable, "status: %v", err)}
+			return &api.Response{Error: requestError(types.ErrPluginNotAvailable, "status: %v", err)}
 		}
-		return &Response{}
+		return &api.Response{}
 	}
-	return &Response{Error: requestError(types.ErrInvalidEnvironmentVariables, "unknown CNI_COMMAND %q", req.Command)}
+	return &api.Response{Error: requestError(types.ErrInvalidEnvironmentVariables, "unknown CNI_COMMAND %q", req.Command)}
 }
 
-func errorResponse(op string, err error) *Response {
+func errorResponse(op string, err error) *api.Response {
 	if err == nil {
-		return &Response{}
+		return &api.Response{}
 	}
-	return &Response{Error: toCNIError(op, err)}
+	return &api.Response{Error: toCNIError(op, err)}
 }
 
 // add allocates the pod's addresses and wires it. Anything it did is
 // undone when a step fails: no leaked IP, interface or endpoint.
-func (s *Server) add(ctx context.Context, req *Request, conf *NetConf) (*current.Result, error) {
+func (s *Server) add(ctx context.Context, req *api.Request, conf *NetConf) (*current.Result, error) {
 	if s.nw == nil {
 		return nil, errNotReady
 	}
@@ -254,7 +256,7 @@ func (s *Server) rollbackAdd(ctx context.Context, pod *Pod) {
 }
 
 // del unwires the pod and releases its addresses; unknown pods succeed.
-func (s *Server) del(ctx context.Context, req *Request, conf *NetConf) error {
+func (s *Server) del(ctx context.Context, req *api.Request, conf *NetConf) error {
 	if s.nw == nil {
 		// IPAM isn't open yet: answering success would leak the addresses.
 		return errNotReady
@@ -284,7 +286,7 @@ func (s *Server) unwire(ctx context.Context, pod *Pod) error {
 }
 
 // check compares the pod with what ADD made.
-func (s *Server) check(ctx context.Context, req *Request, conf *NetConf) error {
+func (s *Server) check(ctx context.Context, req *api.Request, conf *NetConf) error {
 	if s.nw == nil {
 		return errNotReady
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/nodenet/nodenet/cni/api"
 )
 
 // shutdownTimeout bounds how long Serve waits for requests in flight when
@@ -47,34 +49,34 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	return err
 }
 
-// ServeHTTP decodes a Request, handles it and writes the Response. CNI
+// ServeHTTP decodes a api.Request, handles it and writes the Response. CNI
 // errors travel in the body with status 200; only transport problems
 // (wrong path or method, oversized or undecodable body) get other statuses,
-// still with a Response body the plugin can print.
+// still with a api.Response body the plugin can print.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != RequestPath {
-		writeResponse(w, http.StatusNotFound, &Response{Error: requestError(types.ErrInvalidNetworkConfig, "no such path %q; requests go to %s", r.URL.Path, RequestPath)})
+	if r.URL.Path != api.RequestPath {
+		writeResponse(w, http.StatusNotFound, &api.Response{Error: requestError(types.ErrInvalidNetworkConfig, "no such path %q; requests go to %s", r.URL.Path, api.RequestPath)})
 		return
 	}
 	if r.Method != http.MethodPost {
-		writeResponse(w, http.StatusMethodNotAllowed, &Response{Error: requestError(types.ErrInvalidNetworkConfig, "method %s not allowed; use POST", r.Method)})
+		writeResponse(w, http.StatusMethodNotAllowed, &api.Response{Error: requestError(types.ErrInvalidNetworkConfig, "method %s not allowed; use POST", r.Method)})
 		return
 	}
-	var req Request
+	var req api.Request
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
 	if err := dec.Decode(&req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeResponse(w, http.StatusRequestEntityTooLarge, &Response{Error: requestError(types.ErrDecodingFailure, "request is larger than %d bytes", s.opts.MaxRequestBytes)})
+			writeResponse(w, http.StatusRequestEntityTooLarge, &api.Response{Error: requestError(types.ErrDecodingFailure, "request is larger than %d bytes", s.opts.MaxRequestBytes)})
 			return
 		}
-		writeResponse(w, http.StatusBadRequest, &Response{Error: requestError(types.ErrDecodingFailure, "request is not valid JSON: %v", err)})
+		writeResponse(w, http.StatusBadRequest, &api.Response{Error: requestError(types.ErrDecodingFailure, "request is not valid JSON: %v", err)})
 		return
 	}
 	writeResponse(w, http.StatusOK, s.Handle(r.Context(), &req))
 }
 
-func writeResponse(w http.ResponseWriter, status int, resp *Response) {
+func writeResponse(w http.ResponseWriter, status int, resp *api.Response) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(resp)

@@ -3,6 +3,8 @@ package config
 import (
 	"runtime"
 	"strings"
+
+	"github.com/nodenet/nodenet/cni/api"
 )
 
 // OS is the platform a config is loaded for. It is an input rather than
@@ -51,7 +53,7 @@ func (o OS) supported() bool {
 func cniDefaults(o OS) CNIConfiguration {
 	if o == OSWindows {
 		return CNIConfiguration{
-			SocketPath:   `C:\ProgramData\nodenet\cni.sock`,
+			SocketPath:   api.DefaultSocketPathWindows,
 			ConfDir:      `C:\etc\cni\net.d`,
 			ConflistName: DefaultConflistName,
 			BinDir:       `C:\opt\cni\bin`,
@@ -59,7 +61,7 @@ func cniDefaults(o OS) CNIConfiguration {
 		}
 	}
 	return CNIConfiguration{
-		SocketPath:   "/var/run/nodenet/cni.sock",
+		SocketPath:   api.DefaultSocketPathLinux,
 		ConfDir:      "/etc/cni/net.d",
 		ConflistName: DefaultConflistName,
 		BinDir:       "/opt/cni/bin",
@@ -81,10 +83,4 @@ func isAbsPath(o OS, p string) bool {
 
 func isASCIILetter(b byte) bool {
 	return ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z')
-}
-
-// DefaultCNIConfiguration returns o's CNI defaults, for the plugin binary,
-// which reads no agent config but must find the agent's socket.
-func DefaultCNIConfiguration(o OS) CNIConfiguration {
-	return cniDefaults(o.rules())
 }

@@ -5,8 +5,8 @@
 // locally.
 package main
 
-import "github.com/nodenet/nodenet/cni"
+import "github.com/nodenet/nodenet/cni/plugin"
 
 func main() {
-	cni.PluginMain()
+	plugin.PluginMain()
 }

@@ -1,0 +1,4 @@
+package api
+
+// DefaultSocketPath is this OS's default cni.socketPath.
+const DefaultSocketPath = DefaultSocketPathWindows
