@@ -31,6 +31,7 @@ import (
 
 	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/cni/hostport"
 	"github.com/nodenet/nodenet/cni/vethbridge"
 )
 
@@ -118,6 +119,11 @@ func newTestNode(t testing.TB, opts nodeOptions) *testNode {
 		if err := netlink.LinkSetUp(lo); err != nil {
 			return err
 		}
+		// The node network (overlay/) turns forwarding on; hostPort DNAT
+		// back into the bridge needs it.
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+			return err
+		}
 		return netlink.LinkSetUp(br)
 	})
 	if err != nil {
@@ -153,13 +159,22 @@ func prefixNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
 
-// linuxWiring is the production Linux wiring for this node.
+// linuxWiring is the production Linux wiring for this node: veths into
+// the bridge, with hostPorts in nftables on top.
 func (n *testNode) linuxWiring() cni.Wiring {
-	w, err := vethbridge.New(vethbridge.Options{HostNetNS: n.netns.Path()})
+	w, err := linuxWiring(n.netns.Path())
 	if err != nil {
 		n.t.Fatal(err)
 	}
 	return w
+}
+
+func linuxWiring(hostNetNS string) (cni.Wiring, error) {
+	veth, err := vethbridge.New(vethbridge.Options{HostNetNS: hostNetNS})
+	if err != nil {
+		return nil, err
+	}
+	return hostport.New(hostport.Options{Inner: veth, HostNetNS: hostNetNS})
 }
 
 // startServer runs a CNI server in this process; ready says whether it
@@ -318,10 +333,16 @@ func ping(nsName string, dst netip.Addr) error {
 // tcpConnect listens on port in server's netns and connects from client's,
 // exchanging one line both ways.
 func tcpConnect(client, server ns.NetNS, dst netip.Addr, port int) error {
+	return tcpConnectVia(client, server, dst, port, port)
+}
+
+// tcpConnectVia is tcpConnect where the server listens on listenPort and
+// the client dials dialPort (a hostPort DNATed to listenPort).
+func tcpConnectVia(client, server ns.NetNS, dst netip.Addr, dialPort, listenPort int) error {
 	var l net.Listener
 	err := server.Do(func(ns.NetNS) error {
 		var err error
-		l, err = net.Listen("tcp", netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(port)).String())
+		l, err = net.Listen("tcp", netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(listenPort)).String())
 		return err
 	})
 	if err != nil {
@@ -340,7 +361,7 @@ func tcpConnect(client, server ns.NetNS, dst netip.Addr, port int) error {
 		}
 	}()
 	return client.Do(func(ns.NetNS) error {
-		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(dst, uint16(port)).String(), 3*time.Second)
+		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(dst, uint16(dialPort)).String(), 3*time.Second)
 		if err != nil {
 			return err
 		}
@@ -436,7 +457,7 @@ func runTestAgent(specJSON string) int {
 		fmt.Fprintln(os.Stderr, "test agent:", err)
 		return 2
 	}
-	w, err := vethbridge.New(vethbridge.Options{HostNetNS: spec.HostNetNS})
+	w, err := linuxWiring(spec.HostNetNS)
 	if err == nil {
 		var s *cni.Server
 		if s, err = cni.NewServer(cni.ServerOptions{SocketPath: spec.Socket, IPAMDir: spec.IPAMDir, Wiring: w}); err == nil {

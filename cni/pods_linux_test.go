@@ -96,6 +96,23 @@ func TestPodsOnOneNode(t *testing.T) {
 			t.Errorf("CHECK after deleting the route: %v, want an error about the route", err)
 		}
 	})
+	t.Run("a hostPort from the runtime's portMappings reaches the pod through the node", func(t *testing.T) {
+		podH := node.newPod("hostport")
+		podH.rt.CapabilityArgs = map[string]any{"portMappings": []map[string]any{{"hostPort": 30080, "containerPort": 8080, "protocol": "tcp"}}}
+		node.mustAdd(podH)
+		if err := tcpConnectVia(podA.netns, podH.netns, gw, 30080, 8080); err != nil {
+			t.Errorf("pod a -> node %s:30080 -> pod: %v", gw, err)
+		}
+		if err := node.check(podH); err != nil {
+			t.Errorf("CHECK: %v", err)
+		}
+		if err := node.del(podH); err != nil {
+			t.Fatalf("DEL: %v", err)
+		}
+		if err := tcpConnectVia(podA.netns, podH.netns, gw, 30080, 8080); err == nil {
+			t.Error("the hostPort still answers after DEL")
+		}
+	})
 	t.Run("a retried ADD returns the same address", func(t *testing.T) {
 		if again := node.mustAdd(podA); again != ipA {
 			t.Errorf("retried ADD got %s, want %s", again, ipA)

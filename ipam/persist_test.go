@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/containernetworking/plugins/plugins/ipam/host-local/backend/disk"
@@ -135,9 +136,18 @@ func TestReadsAHostLocalDirectoryAsIs(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer hl.Close()
-		got := hl.GetByID("pod-new", "eth0")
-		if len(got) != 2 || got[0].String() != "10.244.1.21" || got[1].String() != "fd00:10:244:1::9" {
-			t.Errorf("host-local GetByID(pod-new) = %v", got)
+		want := []string{"10.244.1.21", "fd00:10:244:1::9"}
+		if runtime.GOOS == "windows" {
+			// host-local's GetByID parses file names with net.ParseIP, so
+			// on Windows it misses its own escaped IPv6 files.
+			want = want[:1]
+		}
+		var got []string
+		for _, ip := range hl.GetByID("pod-new", "eth0") {
+			got = append(got, ip.String())
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("host-local GetByID(pod-new) (-want +got):\n%s", diff)
 		}
 		if last, err := hl.LastReservedIP("1"); err != nil || last.String() != "fd00:10:244:1::9" {
 			t.Errorf("host-local LastReservedIP(1) = %v, %v", last, err)

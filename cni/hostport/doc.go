@@ -34,7 +34,11 @@
 //     it directly with its own address, bypassing the conntrack entry that
 //     undoes the DNAT; masqueraded, the answer goes to the node, which
 //     undoes both. Only pod sources are masqueraded: clients elsewhere see
-//     the real answer path and the pod sees their real address.
+//     the real answer path and the pod sees their real address. With
+//     br_netfilter (bridge-nf-call-iptables=1, the kernel default once the
+//     module is loaded) the DNATed packet is bridged back out of the port
+//     it came in on, which needs the port in hairpin mode (cni/vethbridge
+//     sets it); without, it is routed. The kernel test covers both.
 //
 // Adding a pod's hostPorts is one transaction of map elements, no chain is
 // rewritten; removing them is one transaction of element deletes. A pod

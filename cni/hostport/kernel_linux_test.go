@@ -90,6 +90,12 @@ func newTestNet(t testing.TB) *testNet {
 			}
 		})
 	}
+	// No duplicate address detection anywhere (set before the links exist,
+	// so link-local addresses skip it too): a tentative address makes the
+	// first IPv6 connections of a test stall for about a second.
+	for _, netNS := range []ns.NetNS{n.node, n.client, n.pod} {
+		must(t, setSysctls(netNS, "net.ipv6.conf.all.accept_dad", "0", "net.ipv6.conf.default.accept_dad", "0"))
+	}
 	node, client, pod := handleAt(t, n.node), handleAt(t, n.client), handleAt(t, n.pod)
 
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "nnbr0"}}
@@ -101,14 +107,11 @@ func newTestNet(t testing.TB) *testNet {
 	rename(t, client, "uplink-peer", "eth0")
 	rename(t, pod, "pod-peer", "eth0")
 
-	must(t, n.node.Do(func(ns.NetNS) error {
-		for _, s := range []string{"net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"} {
-			if _, err := sysctl.Sysctl(s, "1"); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	// Hairpin mode on the pod's port, as cni/vethbridge sets it: with
+	// br_netfilter, a packet DNATed to a pod on the bridge it came from is
+	// bridged back out of the port it came in on.
+	must(t, node.LinkSetHairpin(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Index: linkIndex(t, node, "vethpod")}}, true))
+	must(t, setSysctls(n.node, "net.ipv4.ip_forward", "1", "net.ipv6.conf.all.forwarding", "1"))
 	addrs(t, node, "nnbr0", "10.244.1.1/24", "fd00:10:244:1::1/64")
 	addrs(t, node, "eth0", "192.168.1.11/24", "192.168.1.12/24", "fd00:1::11/64")
 	addrs(t, client, "eth0", "192.168.1.100/24", "fd00:1::100/64")
@@ -125,6 +128,18 @@ func newTestNet(t testing.TB) *testNet {
 		must(t, pod.RouteAdd(&netlink.Route{LinkIndex: linkIndex(t, pod, "eth0"), Gw: gw.AsSlice()}))
 	}
 	return n
+}
+
+// setSysctls sets name, value, ... in netns n.
+func setSysctls(n ns.NetNS, kv ...string) error {
+	return n.Do(func(ns.NetNS) error {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if _, err := sysctl.Sysctl(kv[i], kv[i+1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func handleAt(t testing.TB, n ns.NetNS) *netlink.Handle {
@@ -318,10 +333,23 @@ func TestKernel(t *testing.T) {
 		reaches(t, n.node, hp(nodeIP, 30080), nodeIP)
 		reaches(t, n.node, hp(nodeIP6, 30080), nodeIP6)
 	})
-	t.Run("the pod reaches its own hostPort through the node's address, masqueraded to its gateway", func(t *testing.T) {
-		reaches(t, n.pod, hp(nodeIP, 30080), gateway)
-		reaches(t, n.pod, hp(nodeIP6, 30080), gateway6)
-	})
+	for _, brnf := range []string{"1", "0"} {
+		// br_netfilter's bridge-nf-call-ip(6)tables decide whether the
+		// DNATed packet is bridged back to the pod or routed: both must
+		// work. (The sysctls exist when br_netfilter is loaded.)
+		name := map[string]string{"1": "with", "0": "without"}[brnf]
+		t.Run("the pod reaches its own hostPort through the node's address, masqueraded to its gateway, "+name+" br_netfilter", func(t *testing.T) {
+			if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil {
+				t.Skip("br_netfilter is not loaded")
+			}
+			must(t, setSysctls(n.node, "net.bridge.bridge-nf-call-iptables", brnf, "net.bridge.bridge-nf-call-ip6tables", brnf))
+			defer func() {
+				must(t, setSysctls(n.node, "net.bridge.bridge-nf-call-iptables", "1", "net.bridge.bridge-nf-call-ip6tables", "1"))
+			}()
+			reaches(t, n.pod, hp(nodeIP, 30080), gateway)
+			reaches(t, n.pod, hp(nodeIP6, 30080), gateway6)
+		})
+	}
 	t.Run("localhost is not a hostPort", func(t *testing.T) {
 		fails(t, n.node, hp(netip.MustParseAddr("127.0.0.1"), 30080))
 		fails(t, n.node, hp(netip.IPv6Loopback(), 30080))
