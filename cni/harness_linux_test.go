@@ -33,23 +33,16 @@ import (
 	"github.com/nodenet/nodenet/cni"
 	"github.com/nodenet/nodenet/cni/hostport"
 	"github.com/nodenet/nodenet/cni/vethbridge"
+	"github.com/nodenet/nodenet/internal/testroot"
 )
 
 const (
 	bridgeName = "nodenet"
 )
 
-// requireRoot skips privileged tests outside CI when not root; in CI they
-// must run.
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test needs root, and CI must run it")
-	}
-	t.Skip("needs root (network namespaces)")
+func requireRoot(tb testing.TB) {
+	tb.Helper()
+	testroot.Require(tb, "network namespaces")
 }
 
 // testNode is one node: a netns with the node bridge, a CNI server (in
@@ -151,7 +144,7 @@ func newTestNode(t testing.TB, opts nodeOptions) *testNode {
 	if n.list, err = libcni.ConfListFromBytes(conflist); err != nil {
 		t.Fatal(err)
 	}
-	n.client = libcni.NewCNIConfigWithCacheDir([]string{binaries(t)}, n.cacheDir, nil)
+	n.client = newCNIClient(binaries(t), n.cacheDir)
 	return n
 }
 

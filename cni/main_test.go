@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/version"
 )
 
 // agentEnv, when set, makes the test binary the restart test's agent.
@@ -61,3 +65,11 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// newCNIClient is libcni as a runtime holds it: one client for every
+// sandbox. Its executor is set up front, since libcni fills a nil one in
+// lazily, which races when ADDs run in parallel.
+func newCNIClient(binDir, cacheDir string) *libcni.CNIConfig {
+	executor := &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: os.Stderr}, PluginDecoder: version.PluginDecoder{}}
+	return libcni.NewCNIConfigWithCacheDir([]string{binDir}, cacheDir, executor)
+}

@@ -189,14 +189,31 @@ func TestGC(t *testing.T) {
 	node.stop = nil
 	node.startServer(node.linuxWiring(), true)
 
+	// A migrated node's leftovers, in host-local's format: the source VIP
+	// reserved under a dummy ID by the old startup scripts, and an
+	// old-format file (no ifname) of a pod host-local wired before the
+	// migration, which the runtime still lists.
+	poolDir := filepath.Join(node.ipamDir, node.nw.Name)
+	leftovers := map[string]string{"10.244.1.2": "source-vip\r\neth0", "10.244.1.200": "ctr-legacy"}
+	for name, owner := range leftovers {
+		if err := os.WriteFile(filepath.Join(poolDir, name), []byte(owner), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	err := node.client.GCNetworkList(context.Background(), node.list, &libcni.GCArgs{
-		ValidAttachments: []types.GCAttachment{{ContainerID: pods[0].rt.ContainerID, IfName: "eth0"}},
+		ValidAttachments: []types.GCAttachment{{ContainerID: pods[0].rt.ContainerID, IfName: "eth0"}, {ContainerID: "ctr-legacy", IfName: "eth0"}},
 	})
 	if err != nil {
 		t.Fatalf("GC: %v", err)
 	}
-	if got := node.allocations(); len(got) != 1 {
-		t.Errorf("allocations after GC %v, want the kept pod's only", got)
+	if got := node.allocations(); len(got) != 3 {
+		t.Errorf("allocations after GC %v, want the kept pod's, the source VIP's and the old-format one", got)
+	}
+	for name := range leftovers {
+		if _, err := os.Stat(filepath.Join(poolDir, name)); err != nil {
+			t.Errorf("GC removed %s: %v", name, err)
+		}
 	}
 	if ports := node.bridgePorts(); len(ports) != 1 {
 		t.Errorf("bridge ports after GC %v, want the kept pod's only", ports)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -379,13 +380,41 @@ func (s *Server) gc(ctx context.Context, conf *NetConf) error {
 			errs = append(errs, fmt.Errorf("container %s interface %s: %w", a.ContainerID, a.IfName, err))
 		}
 	}
+	validContainers := map[string]bool{}
+	for a := range valid {
+		validContainers[a.ContainerID] = true
+	}
 	for _, a := range allocs {
+		switch {
+		case a.ContainerID == "":
+			// An empty file from a crash mid-write (host-local has the same
+			// gap): nothing names its owner, so leave it to the operator.
+			continue
+		case s.isReserved(a.IP):
+			// Migrated nodes hold the source VIP under a dummy ID from the
+			// old startup scripts; releasing it would let host-local hand
+			// it to a pod after a rollback.
+			continue
+		case a.IfName == "":
+			// Written by an old host-local: it belongs to every interface
+			// of its container, and can't be released by attachment.
+			if !validContainers[a.ContainerID] {
+				s.log.Info("GC: an old-format allocation belongs to a container the runtime no longer lists; remove it by hand", "containerID", a.ContainerID, "ip", a.IP)
+			}
+			continue
+		}
 		collect(Attachment{ContainerID: a.ContainerID, IfName: a.IfName})
 	}
 	for _, a := range wired {
 		collect(a)
 	}
 	return errors.Join(errs...)
+}
+
+// isReserved reports whether ip is one of the addresses IPAM never hands
+// out (gateways, source VIP).
+func (s *Server) isReserved(ip netip.Addr) bool {
+	return ip == s.nw.SourceVIP || slices.Contains(s.nw.Gateways, ip)
 }
 
 func (s *Server) addedSince(a Attachment, t time.Time) bool {

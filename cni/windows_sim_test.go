@@ -97,7 +97,7 @@ func TestWindowsPodOnSimulatedHNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := libcni.NewCNIConfigWithCacheDir([]string{binaries(t)}, filepath.Join(dir, "cache"), nil)
+	client := newCNIClient(binaries(t), filepath.Join(dir, "cache"))
 
 	// The runtime creates the pod's HCN namespace before calling CNI.
 	podNS, err := sim.CreateNamespace(ctx, &hns.Namespace{Type: hns.NamespaceTypeHost})

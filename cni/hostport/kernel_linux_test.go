@@ -35,19 +35,12 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/internal/testroot"
 )
 
-// requireRoot skips privileged tests outside CI when not root; in CI they
-// must run.
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test needs root, and CI must run it")
-	}
-	t.Skip("needs root (network namespaces, nftables)")
+func requireRoot(tb testing.TB) {
+	tb.Helper()
+	testroot.Require(tb, "network namespaces, nftables")
 }
 
 var (

@@ -36,6 +36,7 @@ import (
 
 	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/internal/testroot"
 )
 
 const testBridge = "nn-test"
@@ -47,16 +48,9 @@ var (
 	gw6      = netip.MustParseAddr("fd00:10:244:1::1")
 )
 
-// requireRoot skips a test that needs root, except in CI where it fails.
 func requireRoot(tb testing.TB) {
 	tb.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		tb.Fatal("this test needs root (network namespaces, veths, bridges) and CI=true forbids skipping it")
-	}
-	tb.Skip("needs root: network namespaces, veths, bridges")
+	testroot.Require(tb, "network namespaces, veths, bridges")
 }
 
 // newNetNS makes a persistent netns that is removed when the test ends
