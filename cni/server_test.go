@@ -30,57 +30,76 @@ import (
 )
 
 // simNode is a simulated Windows node with its network, an HCN namespace
-// for one pod and a CNI server (not listening: tests call Handle or
-// ServeHTTP).
+// for one pod and a CNI server (tests call Handle or ServeHTTP, or listen).
 type simNode struct {
 	sim     *hns.Simulator
 	server  *cni.Server
+	network *hns.Network
+	dir     string
 	ipamDir string
+	socket  string
 	podNS   string
 }
 
-func newSimNode(t testing.TB) *simNode {
+// simNodeOptions: l2bridge without DSR unless set.
+type simNodeOptions struct {
+	overlay bool
+	dsr     bool
+}
+
+func newSimNode(t testing.TB, opts simNodeOptions) *simNode {
 	t.Helper()
 	ctx := context.Background()
 	sim := hns.NewSimulator(hns.SimulatorOptions{
 		HostAdapters: []hns.HostAdapter{{Name: "Ethernet", IPs: []string{"192.168.1.11"}, MAC: "00-15-5D-01-01-0B"}},
 	})
-	network, err := sim.CreateNetwork(ctx, &hns.Network{
+	subnet := hns.Subnet{
+		IpAddressPrefix: "10.244.1.0/24",
+		Routes:          []hns.Route{{NextHop: "10.244.1.1", DestinationPrefix: "0.0.0.0/0"}},
+	}
+	spec := &hns.Network{
 		Name: "nodenet", Type: hns.NetworkTypeL2Bridge,
 		Policies: []hns.NetworkPolicy{{Type: hns.NetworkPolicyNetAdapterName, NetAdapterName: &hns.NetAdapterNamePolicy{NetworkAdapterName: "Ethernet"}}},
-		Ipams: []hns.IPAM{{Type: "Static", Subnets: []hns.Subnet{{
-			IpAddressPrefix: "10.244.1.0/24",
-			Routes:          []hns.Route{{NextHop: "10.244.1.1", DestinationPrefix: "0.0.0.0/0"}},
-		}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	w, err := hnsendpoint.New(hnsendpoint.Options{HNS: sim})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "nn-srv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	n := &simNode{sim: sim, ipamDir: filepath.Join(dir, "ipam")}
-	n.server, err = cni.NewServer(cni.ServerOptions{SocketPath: filepath.Join(dir, "cni.sock"), IPAMDir: n.ipamDir, Wiring: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.server.Close() })
-	err = n.server.SetNetwork(&cni.NodeNetwork{
-		Mode: config.NetworkModeL2Bridge, Name: "nodenet", ID: network.ID,
+	nw := &cni.NodeNetwork{
+		Mode: config.NetworkModeL2Bridge, Name: "nodenet",
 		PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")},
 		Gateways:     []netip.Addr{netip.MustParseAddr("10.244.1.1")},
 		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
 		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
 		NodeIPs:      []netip.Addr{netip.MustParseAddr("192.168.1.11")},
 		NodeSubnets:  []netip.Prefix{netip.MustParsePrefix("192.168.1.0/24")},
-	})
+		DNS:          cni.DNS{Nameservers: []string{"10.96.0.10"}},
+		EnableDSR:    opts.dsr,
+	}
+	if opts.overlay {
+		spec.Type, spec.Flags = hns.NetworkTypeOverlay, hns.NetworkFlagsEnableNonPersistent
+		spec.Policies = append(spec.Policies, hns.NetworkPolicy{Type: hns.NetworkPolicyProviderAddress, ProviderAddress: &hns.ProviderAddressPolicy{ProviderAddress: "192.168.1.11"}})
+		subnet.Policies = []hns.SubnetPolicy{{Type: hns.SubnetPolicyVSID, Isolation: &hns.IsolationPolicy{IsolationID: 4096}}}
+		nw.Mode, nw.SourceVIP, nw.MTU = config.NetworkModeOverlay, netip.MustParseAddr("10.244.1.2"), 1450
+	}
+	spec.Ipams = []hns.IPAM{{Type: "Static", Subnets: []hns.Subnet{subnet}}}
+	network, err := sim.CreateNetwork(ctx, spec)
 	if err != nil {
+		t.Fatal(err)
+	}
+	nw.ID = network.ID
+	w, err := hnsendpoint.New(hnsendpoint.Options{HNS: sim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "nn-srv-") // short: the socket path must fit sun_path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	n := &simNode{sim: sim, network: network, dir: dir, ipamDir: filepath.Join(dir, "ipam"), socket: filepath.Join(dir, "run", "cni.sock")}
+	n.server, err = cni.NewServer(cni.ServerOptions{SocketPath: n.socket, IPAMDir: n.ipamDir, Wiring: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.server.Close() })
+	if err := n.server.SetNetwork(nw); err != nil {
 		t.Fatal(err)
 	}
 	ns, err := sim.CreateNamespace(ctx, &hns.Namespace{Type: hns.NamespaceTypeHost})
@@ -89,6 +108,24 @@ func newSimNode(t testing.TB) *simNode {
 	}
 	n.podNS = ns.ID
 	return n
+}
+
+// listen serves the node's socket until the test ends.
+func (n *simNode) listen(t testing.TB) {
+	t.Helper()
+	l, err := n.server.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.server.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
 }
 
 func (n *simNode) allocations(t testing.TB) int {
@@ -134,7 +171,7 @@ func TestServerRollsBackAFailedAdd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+": no address or endpoint is left", func(t *testing.T) {
-			n := newSimNode(t)
+			n := newSimNode(t, simNodeOptions{})
 			remove := n.sim.InjectFault(tt.fault)
 			resp := n.server.Handle(ctx, n.addRequest("c1"))
 			remove()
@@ -154,7 +191,7 @@ func TestServerRollsBackAFailedAdd(t *testing.T) {
 		})
 	}
 	t.Run("a transient HNS error says try again later", func(t *testing.T) {
-		n := newSimNode(t)
+		n := newSimNode(t, simNodeOptions{})
 		remove := n.sim.InjectFault(hns.Fault{Op: hns.OpCreateEndpoint, Every: 1, Err: &hns.Error{Op: hns.OpCreateEndpoint, Kind: hns.KindTransient, Msg: "busy"}})
 		defer remove()
 		if resp := n.server.Handle(ctx, n.addRequest("c1")); resp.Error == nil || resp.Error.Code != types.ErrTryAgainLater {
@@ -164,7 +201,7 @@ func TestServerRollsBackAFailedAdd(t *testing.T) {
 }
 
 func TestServeHTTP(t *testing.T) {
-	n := newSimNode(t)
+	n := newSimNode(t, simNodeOptions{})
 	post := func(method, path string, body []byte) (int, *api.Response) {
 		rec := httptest.NewRecorder()
 		n.server.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(body)))
@@ -212,7 +249,7 @@ func FuzzServeHTTP(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	n := newSimNode(f)
+	n := newSimNode(f, simNodeOptions{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		body = bytes.ReplaceAll(body, []byte(`"NS"`), []byte(`"`+n.podNS+`"`))
 		rec := httptest.NewRecorder()

@@ -29,62 +29,9 @@ import (
 
 func TestWindowsPodOnSimulatedHNS(t *testing.T) {
 	ctx := context.Background()
-	sim := hns.NewSimulator(hns.SimulatorOptions{
-		HostAdapters: []hns.HostAdapter{{Name: "Ethernet", IPs: []string{"192.168.1.11"}, MAC: "00-15-5D-01-01-0B"}},
-	})
-	network, err := sim.CreateNetwork(ctx, &hns.Network{
-		Name: "nodenet", Type: hns.NetworkTypeOverlay, Flags: hns.NetworkFlagsEnableNonPersistent,
-		Policies: []hns.NetworkPolicy{
-			{Type: hns.NetworkPolicyNetAdapterName, NetAdapterName: &hns.NetAdapterNamePolicy{NetworkAdapterName: "Ethernet"}},
-			{Type: hns.NetworkPolicyProviderAddress, ProviderAddress: &hns.ProviderAddressPolicy{ProviderAddress: "192.168.1.11"}},
-		},
-		Ipams: []hns.IPAM{{Type: "Static", Subnets: []hns.Subnet{{
-			IpAddressPrefix: "10.244.1.0/24",
-			Routes:          []hns.Route{{NextHop: "10.244.1.1", DestinationPrefix: "0.0.0.0/0"}},
-			Policies:        []hns.SubnetPolicy{{Type: hns.SubnetPolicyVSID, Isolation: &hns.IsolationPolicy{IsolationID: 4096}}},
-		}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wiring, err := hnsendpoint.New(hnsendpoint.Options{HNS: sim})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "nn-win-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	socket := filepath.Join(dir, "run", "cni.sock")
-	server, err := cni.NewServer(cni.ServerOptions{SocketPath: socket, IPAMDir: filepath.Join(dir, "ipam"), Wiring: wiring})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := server.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- server.Serve(serveCtx, l) }()
-	t.Cleanup(func() { stop(); <-done; server.Close() })
-	err = server.SetNetwork(&cni.NodeNetwork{
-		Mode: config.NetworkModeOverlay, Name: "nodenet", ID: network.ID,
-		PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")},
-		Gateways:     []netip.Addr{netip.MustParseAddr("10.244.1.1")},
-		SourceVIP:    netip.MustParseAddr("10.244.1.2"),
-		MTU:          1450,
-		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
-		NodeIPs:      []netip.Addr{netip.MustParseAddr("192.168.1.11")},
-		NodeSubnets:  []netip.Prefix{netip.MustParsePrefix("192.168.1.0/24")},
-		DNS:          cni.DNS{Nameservers: []string{"10.96.0.10"}},
-		EnableDSR:    true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node := newSimNode(t, simNodeOptions{overlay: true, dsr: true})
+	node.listen(t)
+	sim, network, dir, socket := node.sim, node.network, node.dir, node.socket
 
 	cfg := &config.AgentConfiguration{ClusterCIDRs: []string{"10.244.0.0/16"}, ServiceCIDRs: []string{"10.96.0.0/12"}}
 	config.SetDefaults(cfg, config.DefaultingOptions{OS: config.OSWindows, Hostname: func() (string, error) { return "win-a", nil }})
@@ -99,11 +46,8 @@ func TestWindowsPodOnSimulatedHNS(t *testing.T) {
 	}
 	client := newCNIClient(binaries(t), filepath.Join(dir, "cache"))
 
-	// The runtime creates the pod's HCN namespace before calling CNI.
-	podNS, err := sim.CreateNamespace(ctx, &hns.Namespace{Type: hns.NamespaceTypeHost})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The runtime created the pod's HCN namespace before calling CNI.
+	podNS := &hns.Namespace{ID: node.podNS}
 	rt := &libcni.RuntimeConf{
 		ContainerID: "5f0c1d2e3a4b5c6d", NetNS: podNS.ID, IfName: "eth0",
 		CapabilityArgs: map[string]any{"portMappings": []map[string]any{{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}}},

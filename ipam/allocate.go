@@ -19,11 +19,7 @@ func (a *Allocator) Allocate(containerID, ifName string) ([]Allocation, error) {
 		return nil, err
 	}
 	var out []Allocation
-	err := a.locked(func() error {
-		recs, err := scan(a.dir)
-		if err != nil {
-			return err
-		}
+	err := a.withRecords(func(recs []record) (err error) {
 		out, err = a.allocateLocked(recs, containerID, ifName)
 		return err
 	})

@@ -85,6 +85,17 @@ func (a *Allocator) locked(fn func() error) (err error) {
 }
 
 // rangeOf returns the current range holding ip, or nil.
+// withRecords runs fn on the store's allocations, read under both locks.
+func (a *Allocator) withRecords(fn func(recs []record) error) error {
+	return a.locked(func() error {
+		recs, err := scan(a.dir)
+		if err != nil {
+			return err
+		}
+		return fn(recs)
+	})
+}
+
 func (a *Allocator) rangeOf(ip netip.Addr) *rangeState {
 	for i := range a.ranges {
 		if a.ranges[i].contains(ip) {

@@ -14,11 +14,7 @@ func (a *Allocator) Get(containerID, ifName string) ([]Allocation, error) {
 		return nil, err
 	}
 	var out []Allocation
-	err := a.locked(func() error {
-		recs, err := scan(a.dir)
-		if err != nil {
-			return err
-		}
+	err := a.withRecords(func(recs []record) error {
 		for _, r := range recs {
 			if r.ownedBy(containerID, ifName) {
 				out = append(out, a.allocationOf(r))
@@ -52,11 +48,7 @@ func (a *Allocator) rangeIndex(ip netip.Addr) int {
 // status read.
 func (a *Allocator) List() ([]Allocation, error) {
 	var out []Allocation
-	err := a.locked(func() error {
-		recs, err := scan(a.dir)
-		if err != nil {
-			return err
-		}
+	err := a.withRecords(func(recs []record) error {
 		out = make([]Allocation, 0, len(recs))
 		for _, r := range recs {
 			out = append(out, a.allocationOf(r))
@@ -75,11 +67,7 @@ func (a *Allocator) List() ([]Allocation, error) {
 // makes the next Allocate fail with an *ExhaustedError.
 func (a *Allocator) Free() (map[netip.Prefix]uint64, error) {
 	free := make(map[netip.Prefix]uint64, len(a.ranges))
-	err := a.locked(func() error {
-		recs, err := scan(a.dir)
-		if err != nil {
-			return err
-		}
+	err := a.withRecords(func(recs []record) error {
 		for i := range a.ranges {
 			rs := &a.ranges[i]
 			n := rs.usable

@@ -12,11 +12,7 @@ func (a *Allocator) Release(containerID, ifName string) error {
 	if err := validateAttachment(containerID, ifName); err != nil {
 		return err
 	}
-	return a.locked(func() error {
-		recs, err := scan(a.dir)
-		if err != nil {
-			return err
-		}
+	return a.withRecords(func(recs []record) error {
 		var errs []error
 		for _, r := range recs {
 			if r.ownedBy(containerID, ifName) {
