@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/internal/netaddr"
 )
 
 // Range is one pod CIDR to allocate from.
@@ -100,12 +101,12 @@ func newRangeState(i int, r Range) (rangeState, error) {
 
 	st := rangeState{id: fmt.Sprint(i), subnet: p, reserved: map[netip.Addr]bool{p.Addr(): true}}
 	if p.Addr().Is4() {
-		st.reserved[lastAddr(p)] = true // broadcast; IPv6 has none
+		st.reserved[netaddr.Last(p)] = true // broadcast; IPv6 has none
 	}
 
 	st.gateway = r.Gateway.Unmap()
 	if !st.gateway.IsValid() {
-		st.gateway, _ = addrAtOffset(p, config.GatewayOffset) // exists: p has ≥ 4 addresses
+		st.gateway, _ = netaddr.AtOffset(p, config.GatewayOffset) // exists: p has ≥ 4 addresses
 	}
 	switch {
 	case !p.Contains(st.gateway):

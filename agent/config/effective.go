@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/nodenet/nodenet/internal/netaddr"
 )
 
 // The effective view: what a node actually runs once the cross-field rules
@@ -103,7 +105,7 @@ func checkUsableAddr(p netip.Prefix, ip netip.Addr) error {
 	if gw, ok := addrAtOffset(p, GatewayOffset); ok && ip == gw {
 		return fmt.Errorf("is the pods' gateway of %s", p)
 	}
-	if ip.Is4() && p.Bits() < 31 && ip == lastAddr(p) {
+	if netaddr.IsBroadcast(p, ip) {
 		return fmt.Errorf("is the broadcast address of %s", p)
 	}
 	return nil
@@ -156,30 +158,9 @@ func firstIPv4Prefix(cidrs []string) (netip.Prefix, bool) {
 // addrAtOffset returns the address offset places after p's network
 // address, if p holds it as a host address.
 func addrAtOffset(p netip.Prefix, offset int) (netip.Addr, bool) {
-	a := p.Masked().Addr()
-	for range offset {
-		a = a.Next()
-		if !a.IsValid() || !p.Contains(a) {
-			return netip.Addr{}, false
-		}
-	}
-	if a.Is4() && p.Bits() < 31 && a == lastAddr(p) {
-		return netip.Addr{}, false // the broadcast address
+	a, ok := netaddr.AtOffset(p, offset)
+	if !ok || netaddr.IsBroadcast(p, a) {
+		return netip.Addr{}, false
 	}
 	return a, true
-}
-
-// lastAddr returns the highest address in p.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Masked().Addr().AsSlice()
-	bits := p.Bits()
-	for i := range b {
-		for bit := range 8 {
-			if i*8+bit >= bits {
-				b[i] |= 0x80 >> bit
-			}
-		}
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }
