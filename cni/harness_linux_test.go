@@ -12,6 +12,7 @@ package cni_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -377,25 +378,10 @@ func tcpConnectVia(client, server ns.NetNS, dst netip.Addr, dialPort, listenPort
 // cniCode returns the CNI error code of err (0 when it isn't one).
 func cniCode(err error) uint {
 	var e *types.Error
-	if err != nil && asError(err, &e) {
+	if errors.As(err, &e) {
 		return e.Code
 	}
 	return 0
-}
-
-func asError(err error, target **types.Error) bool {
-	for err != nil {
-		if e, ok := err.(*types.Error); ok {
-			*target = e
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
 }
 
 // agentSpec configures the test agent process.

@@ -2,6 +2,7 @@ package cni
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -186,7 +187,7 @@ func (s *Server) handle(ctx context.Context, req *api.Request) *api.Response {
 		if err != nil {
 			return &api.Response{Error: toCNIError("add", err)}
 		}
-		raw, err := encodeResult(res)
+		raw, err := json.Marshal(res)
 		if err != nil {
 			return &api.Response{Error: requestError(types.ErrInternal, "add: encode result: %v", err)}
 		}

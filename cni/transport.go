@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
-	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/nodenet/nodenet/cni/api"
 )
@@ -80,8 +79,4 @@ func writeResponse(w http.ResponseWriter, status int, resp *api.Response) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(resp)
-}
-
-func encodeResult(res *current.Result) (json.RawMessage, error) {
-	return json.Marshal(res)
 }

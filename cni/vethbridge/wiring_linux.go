@@ -66,10 +66,7 @@ func (w *Wiring) Ready(ctx context.Context, nw *cni.NodeNetwork) error {
 	if err := validateNetwork(nw); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	hostNS, err := w.openHost()
+	hostNS, err := w.openHost(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,10 +126,7 @@ func (w *Wiring) Add(ctx context.Context, nw *cni.NodeNetwork, pod *cni.Pod) (_ 
 	if err := validateRequest(nw, pod); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	hostNS, err := w.openHost()
+	hostNS, err := w.openHost(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -310,10 +304,7 @@ func (w *Wiring) Check(ctx context.Context, nw *cni.NodeNetwork, pod *cni.Pod, p
 	if err := validateRequest(nw, pod); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	hostNS, err := w.openHost()
+	hostNS, err := w.openHost(ctx)
 	if err != nil {
 		return err
 	}
@@ -346,12 +337,9 @@ func (w *Wiring) Del(ctx context.Context, _ *cni.NodeNetwork, pod *cni.Pod) erro
 	if pod == nil {
 		return errors.New("no pod")
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	hostName := HostVethName(pod.Attachment)
 	alias := linkAlias(pod.Attachment)
-	hostNS, err := w.openHost()
+	hostNS, err := w.openHost(ctx)
 	if err != nil {
 		return err
 	}
@@ -410,10 +398,7 @@ func (w *Wiring) Del(ctx context.Context, _ *cni.NodeNetwork, pod *cni.Pod) erro
 // name and alias, attached to the bridge or not (an Add interrupted by a
 // crash may have left one unattached, and GC must find it too).
 func (w *Wiring) List(ctx context.Context, _ *cni.NodeNetwork) ([]cni.Attachment, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	hostNS, err := w.openHost()
+	hostNS, err := w.openHost(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -655,7 +640,12 @@ func delLink(name string) error {
 	return nil
 }
 
-func (w *Wiring) openHost() (ns.NetNS, error) {
+// openHost opens the node's netns, unless ctx is already done: every
+// method starts here, so this is where a cancelled request stops.
+func (w *Wiring) openHost(ctx context.Context) (ns.NetNS, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	n, err := ns.GetNS(w.hostNetNS)
 	if err != nil {
 		return nil, fmt.Errorf("open host netns %s: %w", w.hostNetNS, err)
