@@ -9,6 +9,8 @@ import (
 
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/ipam"
+
+	"github.com/nodenet/nodenet/cni/api"
 )
 
 // errNotReady says the node network isn't there yet; ADD, CHECK and DEL
@@ -28,18 +30,18 @@ func toCNIError(op string, err error) *types.Error {
 	case errors.As(err, &cniErr):
 		return cniErr
 	case errors.Is(err, errNotReady):
-		return requestError(types.ErrTryAgainLater, "%s: %v; the runtime will retry once the nodenet agent has set up the node network", op, err)
+		return api.Errorf(types.ErrTryAgainLater, "%s: %v; the runtime will retry once the nodenet agent has set up the node network", op, err)
 	case ipam.IsExhausted(err):
 		// Freed by the next pod deletion, so the runtime's retry can succeed.
-		return requestError(types.ErrTryAgainLater, "%s: %v; delete pods on this node or give it a larger pod CIDR", op, err)
+		return api.Errorf(types.ErrTryAgainLater, "%s: %v; delete pods on this node or give it a larger pod CIDR", op, err)
 	case errors.Is(err, ErrNetnsNotFound) || isNetnsError(err):
-		return requestError(types.ErrInvalidNetNS, "%s: %v", op, err)
+		return api.Errorf(types.ErrInvalidNetNS, "%s: %v", op, err)
 	case hns.IsInUse(err):
-		return requestError(types.ErrTryAgainLater, "%s: %v; the service proxy still references it and will release it shortly", op, err)
+		return api.Errorf(types.ErrTryAgainLater, "%s: %v; the service proxy still references it and will release it shortly", op, err)
 	case hns.IsTransient(err), errors.Is(err, context.DeadlineExceeded):
-		return requestError(types.ErrTryAgainLater, "%s: %v", op, err)
+		return api.Errorf(types.ErrTryAgainLater, "%s: %v", op, err)
 	default:
-		return requestError(types.ErrInternal, "%s: %v", op, err)
+		return api.Errorf(types.ErrInternal, "%s: %v", op, err)
 	}
 }
 

@@ -62,39 +62,34 @@ type podArgs struct {
 	K8S_POD_UID                types.UnmarshallableString //nolint:revive // CNI_ARGS key.
 }
 
-// requestError is a CNI error with its code, made at the boundary.
-func requestError(code uint, format string, args ...any) *types.Error {
-	return types.NewError(code, fmt.Sprintf(format, args...), "")
-}
-
 // ParseNetConf decodes and checks a network config: valid JSON, a
 // supported cniVersion, a name, and (when present) a prevResult the
 // library can read. Errors are CNI errors with the spec's codes.
 func ParseNetConf(data []byte) (*NetConf, *types.Error) {
 	if len(data) == 0 {
-		return nil, requestError(types.ErrDecodingFailure, "empty network config on stdin")
+		return nil, api.Errorf(types.ErrDecodingFailure, "empty network config on stdin")
 	}
 	conf := &NetConf{}
 	if err := json.Unmarshal(data, conf); err != nil {
-		return nil, requestError(types.ErrDecodingFailure, "network config is not valid JSON: %v", err)
+		return nil, api.Errorf(types.ErrDecodingFailure, "network config is not valid JSON: %v", err)
 	}
 	if conf.CNIVersion == "" {
-		return nil, requestError(types.ErrIncompatibleCNIVersion, "network config has no cniVersion; nodenet-cni supports %s", strings.Join(api.SupportedVersions.SupportedVersions(), ", "))
+		return nil, api.Errorf(types.ErrIncompatibleCNIVersion, "network config has no cniVersion; nodenet-cni supports %s", strings.Join(api.SupportedVersions.SupportedVersions(), ", "))
 	}
 	if err := (&version.Reconciler{}).Check(conf.CNIVersion, api.SupportedVersions); err != nil {
-		return nil, requestError(types.ErrIncompatibleCNIVersion, "cniVersion %q is not supported; nodenet-cni supports %s", conf.CNIVersion, strings.Join(api.SupportedVersions.SupportedVersions(), ", "))
+		return nil, api.Errorf(types.ErrIncompatibleCNIVersion, "cniVersion %q is not supported; nodenet-cni supports %s", conf.CNIVersion, strings.Join(api.SupportedVersions.SupportedVersions(), ", "))
 	}
 	if conf.Name == "" {
-		return nil, requestError(types.ErrInvalidNetworkConfig, "network config has no name")
+		return nil, api.Errorf(types.ErrInvalidNetworkConfig, "network config has no name")
 	}
 	if conf.RawPrevResult != nil {
 		if err := version.ParsePrevResult(&conf.PluginConf); err != nil {
-			return nil, requestError(types.ErrDecodingFailure, "prevResult: %v", err)
+			return nil, api.Errorf(types.ErrDecodingFailure, "prevResult: %v", err)
 		}
 	}
 	for i, pm := range conf.RuntimeConfig.PortMappings {
 		if err := checkPortMapping(pm); err != nil {
-			return nil, requestError(types.ErrInvalidNetworkConfig, "runtimeConfig.portMappings[%d]: %v", i, err)
+			return nil, api.Errorf(types.ErrInvalidNetworkConfig, "runtimeConfig.portMappings[%d]: %v", i, err)
 		}
 	}
 	return conf, nil
@@ -129,24 +124,24 @@ func checkRequest(req *api.Request) *types.Error {
 	case api.CommandGC, api.CommandStatus:
 		return nil
 	case "":
-		return requestError(types.ErrInvalidEnvironmentVariables, "CNI_COMMAND is missing")
+		return api.Errorf(types.ErrInvalidEnvironmentVariables, "CNI_COMMAND is missing")
 	default:
-		return requestError(types.ErrInvalidEnvironmentVariables, "unknown CNI_COMMAND %q", req.Command)
+		return api.Errorf(types.ErrInvalidEnvironmentVariables, "unknown CNI_COMMAND %q", req.Command)
 	}
 	if req.ContainerID == "" {
-		return requestError(types.ErrInvalidEnvironmentVariables, "CNI_CONTAINERID is missing")
+		return api.Errorf(types.ErrInvalidEnvironmentVariables, "CNI_CONTAINERID is missing")
 	}
 	if err := utils.ValidateContainerID(req.ContainerID); err != nil {
 		return err
 	}
 	if req.IfName == "" {
-		return requestError(types.ErrInvalidEnvironmentVariables, "CNI_IFNAME is missing")
+		return api.Errorf(types.ErrInvalidEnvironmentVariables, "CNI_IFNAME is missing")
 	}
 	if err := utils.ValidateInterfaceName(req.IfName); err != nil {
 		return err
 	}
 	if req.Netns == "" && req.Command != api.CommandDel {
-		return requestError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is missing: %s needs the pod's network namespace", req.Command)
+		return api.Errorf(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is missing: %s needs the pod's network namespace", req.Command)
 	}
 	return nil
 }
@@ -161,7 +156,7 @@ func podFromRequest(req *api.Request, conf *NetConf) (*Pod, *types.Error) {
 		var args podArgs
 		args.IgnoreUnknown = true
 		if err := types.LoadArgs(req.Args, &args); err != nil {
-			return nil, requestError(types.ErrInvalidEnvironmentVariables, "CNI_ARGS: %v", err)
+			return nil, api.Errorf(types.ErrInvalidEnvironmentVariables, "CNI_ARGS: %v", err)
 		}
 		pod.Namespace = string(args.K8S_POD_NAMESPACE)
 		pod.Name = string(args.K8S_POD_NAME)

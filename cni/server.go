@@ -189,7 +189,7 @@ func (s *Server) handle(ctx context.Context, req *api.Request) *api.Response {
 		}
 		raw, err := json.Marshal(res)
 		if err != nil {
-			return &api.Response{Error: requestError(types.ErrInternal, "add: encode result: %v", err)}
+			return &api.Response{Error: api.Errorf(types.ErrInternal, "add: encode result: %v", err)}
 		}
 		return &api.Response{Result: raw}
 	case api.CommandDel:
@@ -200,11 +200,11 @@ func (s *Server) handle(ctx context.Context, req *api.Request) *api.Response {
 		return errorResponse("gc", s.gc(ctx, conf))
 	case api.CommandStatus:
 		if err := s.status(ctx); err != nil {
-			return &api.Response{Error: requestError(types.ErrPluginNotAvailable, "status: %v", err)}
+			return &api.Response{Error: api.Errorf(types.ErrPluginNotAvailable, "status: %v", err)}
 		}
 		return &api.Response{}
 	}
-	return &api.Response{Error: requestError(types.ErrInvalidEnvironmentVariables, "unknown CNI_COMMAND %q", req.Command)}
+	return &api.Response{Error: api.Errorf(types.ErrInvalidEnvironmentVariables, "unknown CNI_COMMAND %q", req.Command)}
 }
 
 func errorResponse(op string, err error) *api.Response {
@@ -272,9 +272,6 @@ func (s *Server) del(ctx context.Context, req *api.Request, conf *NetConf) error
 }
 
 func (s *Server) unwire(ctx context.Context, pod *Pod) error {
-	if allocs, err := s.alloc.Get(pod.ContainerID, pod.IfName); err == nil {
-		pod.Addresses = addressesOf(allocs)
-	}
 	if err := s.opts.Wiring.Del(ctx, s.nw, pod); err != nil {
 		return wrapf(err, "unwire pod")
 	}
@@ -294,10 +291,10 @@ func (s *Server) check(ctx context.Context, req *api.Request, conf *NetConf) err
 	}
 	prev, err := prevResult(conf)
 	if err != nil {
-		return requestError(types.ErrDecodingFailure, "prevResult: %v", err)
+		return api.Errorf(types.ErrDecodingFailure, "prevResult: %v", err)
 	}
 	if prev == nil {
-		return requestError(types.ErrInvalidNetworkConfig, "CHECK needs the ADD result as prevResult")
+		return api.Errorf(types.ErrInvalidNetworkConfig, "CHECK needs the ADD result as prevResult")
 	}
 	pod, cerr := podFromRequest(req, conf)
 	if cerr != nil {
@@ -309,7 +306,7 @@ func (s *Server) check(ctx context.Context, req *api.Request, conf *NetConf) err
 		return wrapf(err, "read allocations")
 	}
 	if len(allocs) == 0 {
-		return requestError(types.ErrUnknownContainer, "no addresses are allocated to container %s interface %s", pod.ContainerID, pod.IfName)
+		return api.Errorf(types.ErrUnknownContainer, "no addresses are allocated to container %s interface %s", pod.ContainerID, pod.IfName)
 	}
 	pod.Addresses = addressesOf(allocs)
 	if err := checkPrevIPs(prev, pod.Addresses); err != nil {

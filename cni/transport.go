@@ -54,11 +54,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // still with a api.Response body the plugin can print.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != api.RequestPath {
-		writeResponse(w, http.StatusNotFound, &api.Response{Error: requestError(types.ErrInvalidNetworkConfig, "no such path %q; requests go to %s", r.URL.Path, api.RequestPath)})
+		writeResponse(w, http.StatusNotFound, &api.Response{Error: api.Errorf(types.ErrInvalidNetworkConfig, "no such path %q; requests go to %s", r.URL.Path, api.RequestPath)})
 		return
 	}
 	if r.Method != http.MethodPost {
-		writeResponse(w, http.StatusMethodNotAllowed, &api.Response{Error: requestError(types.ErrInvalidNetworkConfig, "method %s not allowed; use POST", r.Method)})
+		writeResponse(w, http.StatusMethodNotAllowed, &api.Response{Error: api.Errorf(types.ErrInvalidNetworkConfig, "method %s not allowed; use POST", r.Method)})
 		return
 	}
 	var req api.Request
@@ -66,10 +66,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeResponse(w, http.StatusRequestEntityTooLarge, &api.Response{Error: requestError(types.ErrDecodingFailure, "request is larger than %d bytes", s.opts.MaxRequestBytes)})
+			writeResponse(w, http.StatusRequestEntityTooLarge, &api.Response{Error: api.Errorf(types.ErrDecodingFailure, "request is larger than %d bytes", s.opts.MaxRequestBytes)})
 			return
 		}
-		writeResponse(w, http.StatusBadRequest, &api.Response{Error: requestError(types.ErrDecodingFailure, "request is not valid JSON: %v", err)})
+		writeResponse(w, http.StatusBadRequest, &api.Response{Error: api.Errorf(types.ErrDecodingFailure, "request is not valid JSON: %v", err)})
 		return
 	}
 	writeResponse(w, http.StatusOK, s.Handle(r.Context(), &req))

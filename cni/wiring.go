@@ -115,8 +115,10 @@ type Wiring interface {
 	// Check compares the host with what Add made (prev, and pod.Addresses)
 	// and returns an error describing any drift.
 	Check(ctx context.Context, nw *NodeNetwork, pod *Pod, prev *current.Result) error
-	// Del removes the pod's wiring. It does nothing if the wiring is absent
-	// and must work when pod.Netns is empty or already gone.
+	// Del removes the pod's wiring, found by its attachment alone
+	// (pod.Addresses is not set: GC has nothing but the attachment). It does
+	// nothing if the wiring is absent and must work when pod.Netns is empty
+	// or already gone.
 	Del(ctx context.Context, nw *NodeNetwork, pod *Pod) error
 	// List returns every attachment this wiring has on the host, for GC.
 	List(ctx context.Context, nw *NodeNetwork) ([]Attachment, error)

@@ -48,6 +48,12 @@ const DefaultMaxRequestBytes = 1 << 20
 // version the config asks for.
 var SupportedVersions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
 
+// Errorf makes a CNI error with code and a formatted message: how both
+// sides of the socket turn a failure into what the runtime sees.
+func Errorf(code uint, format string, args ...any) *types.Error {
+	return types.NewError(code, fmt.Sprintf(format, args...), "")
+}
+
 // Request is one CNI invocation, forwarded by the plugin as it got it:
 // the CNI_* environment and the network config from stdin.
 type Request struct {

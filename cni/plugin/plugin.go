@@ -7,7 +7,6 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -67,7 +66,7 @@ func (p *Plugin) forwarder(command string) func(*skel.CmdArgs) error {
 func (p *Plugin) Forward(command string, args *skel.CmdArgs) error {
 	var conf pluginConf
 	if err := json.Unmarshal(args.StdinData, &conf); err != nil {
-		return requestError(types.ErrDecodingFailure, "network config is not valid JSON: %v", err)
+		return api.Errorf(types.ErrDecodingFailure, "network config is not valid JSON: %v", err)
 	}
 	socket := conf.SocketPath
 	if socket == "" {
@@ -89,7 +88,7 @@ func (p *Plugin) Forward(command string, args *skel.CmdArgs) error {
 		if command == api.CommandStatus {
 			code = types.ErrPluginNotAvailable
 		}
-		return requestError(code, "the nodenet agent is not reachable on %s: %v; the runtime will retry. Check that the nodenet-agent pod on this node is running", socket, err)
+		return api.Errorf(code, "the nodenet agent is not reachable on %s: %v; the runtime will retry. Check that the nodenet-agent pod on this node is running", socket, err)
 	}
 	if resp.Error != nil {
 		return resp.Error
@@ -98,15 +97,15 @@ func (p *Plugin) Forward(command string, args *skel.CmdArgs) error {
 		return nil
 	}
 	if len(resp.Result) == 0 {
-		return requestError(types.ErrInternal, "the nodenet agent returned no result for ADD")
+		return api.Errorf(types.ErrInternal, "the nodenet agent returned no result for ADD")
 	}
 	res, err := current.NewResult(resp.Result)
 	if err != nil {
-		return requestError(types.ErrDecodingFailure, "decode the agent's result: %v", err)
+		return api.Errorf(types.ErrDecodingFailure, "decode the agent's result: %v", err)
 	}
 	out, err := res.GetAsVersion(conf.CNIVersion)
 	if err != nil {
-		return requestError(types.ErrIncompatibleCNIVersion, "convert the result to cniVersion %s: %v", conf.CNIVersion, err)
+		return api.Errorf(types.ErrIncompatibleCNIVersion, "convert the result to cniVersion %s: %v", conf.CNIVersion, err)
 	}
 	stdout := p.Stdout
 	if stdout == nil {
@@ -114,10 +113,10 @@ func (p *Plugin) Forward(command string, args *skel.CmdArgs) error {
 	}
 	data, err := json.Marshal(out)
 	if err != nil {
-		return requestError(types.ErrInternal, "encode result: %v", err)
+		return api.Errorf(types.ErrInternal, "encode result: %v", err)
 	}
 	if _, err := stdout.Write(data); err != nil {
-		return requestError(types.ErrIOFailure, "write result: %v", err)
+		return api.Errorf(types.ErrIOFailure, "write result: %v", err)
 	}
 	return nil
 }
@@ -127,8 +126,4 @@ func (p *Plugin) defaultSocketPath() string {
 		return p.DefaultSocketPath
 	}
 	return api.DefaultSocketPath
-}
-
-func requestError(code uint, format string, args ...any) *types.Error {
-	return types.NewError(code, fmt.Sprintf(format, args...), "")
 }
