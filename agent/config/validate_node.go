@@ -11,7 +11,8 @@ import (
 
 // ValidateForNode checks what can only be checked once this node's pod
 // CIDRs are known (Node.spec.podCIDRs, read at runtime): each lies inside
-// the cluster CIDR of its family, every effective IP family has one, and in
+// the cluster CIDR of its family and outside every service CIDR, every
+// effective IP family has one, and in
 // overlay mode the source VIP resolves inside the IPv4 one. Errors about
 // the argument itself use the path podCIDRs[i]. cfg must be valid
 // (Validate) first.
@@ -27,7 +28,11 @@ func ValidateForNode(cfg *AgentConfiguration, podCIDRs []string) field.ErrorList
 		}
 		prefix := netip.MustParsePrefix(s)
 		valid = append(valid, prefix)
-		if err := inClusterCIDR(cfg, prefix); err != nil {
+		// The service overlap is the more useful message of the two (such a
+		// CIDR is always outside the cluster CIDR too).
+		if svc, ok := overlappingServiceCIDR(cfg, prefix); ok {
+			errs = append(errs, field.Invalid(p, s, fmt.Sprintf("overlaps the service CIDR %s: pods there would shadow service IPs (check kube-controller-manager's --cluster-cidr)", svc)))
+		} else if err := inClusterCIDR(cfg, prefix); err != nil {
 			errs = append(errs, field.Invalid(p, s, err.Error()))
 		}
 	}
@@ -72,4 +77,13 @@ func requireFamilies(cfg *AgentConfiguration, path *field.Path, podCIDRs []strin
 		}
 	}
 	return errs
+}
+
+func overlappingServiceCIDR(cfg *AgentConfiguration, p netip.Prefix) (netip.Prefix, bool) {
+	for _, svc := range cfg.ServiceCIDRs {
+		if s, err := netip.ParsePrefix(svc); err == nil && s.Overlaps(p) {
+			return s, true
+		}
+	}
+	return netip.Prefix{}, false
 }

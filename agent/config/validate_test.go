@@ -330,6 +330,12 @@ func TestValidateForNode(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "podCIDRs[0]"}},
 		},
 		{
+			name:     "a pod CIDR inside the service CIDR is an error that names the service CIDR",
+			yaml:     cfgYAML,
+			podCIDRs: []string{"10.96.1.0/24"},
+			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "podCIDRs[0]"}},
+		},
+		{
 			name:     "an unparsable pod CIDR is an error",
 			yaml:     cfgYAML,
 			podCIDRs: []string{"10.244.1.0"},
