@@ -98,7 +98,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 
 // SetNetwork hands the server the node network once it exists (and again
 // whenever it changes): from then on ADDs are served from its pod CIDRs.
-// The source VIP is reserved in IPAM.
+// The source VIP and the other Reserved addresses are reserved in IPAM.
 func (s *Server) SetNetwork(nw *NodeNetwork) error {
 	ranges, err := ipamRanges(nw)
 	if err != nil {
@@ -145,8 +145,10 @@ func ipamRanges(nw *NodeNetwork) ([]ipam.Range, error) {
 	ranges := make([]ipam.Range, 0, len(nw.PodCIDRs))
 	for i, cidr := range nw.PodCIDRs {
 		r := ipam.Range{Subnet: cidr, Gateway: nw.Gateways[i]}
-		if nw.SourceVIP.IsValid() && cidr.Contains(nw.SourceVIP) {
-			r.Reserved = []netip.Addr{nw.SourceVIP}
+		for _, ip := range nw.reserved() {
+			if cidr.Contains(ip) && !slices.Contains(r.Reserved, ip) {
+				r.Reserved = append(r.Reserved, ip)
+			}
 		}
 		ranges = append(ranges, r)
 	}
@@ -412,7 +414,7 @@ func (s *Server) gc(ctx context.Context, conf *NetConf) error {
 // isReserved reports whether ip is one of the addresses IPAM never hands
 // out (gateways, source VIP).
 func (s *Server) isReserved(ip netip.Addr) bool {
-	return ip == s.nw.SourceVIP || slices.Contains(s.nw.Gateways, ip)
+	return slices.Contains(s.nw.reserved(), ip) || slices.Contains(s.nw.Gateways, ip)
 }
 
 func (s *Server) addedSince(a Attachment, t time.Time) bool {

@@ -274,3 +274,32 @@ func FuzzServeHTTP(f *testing.F) {
 		}
 	})
 }
+
+func TestServerNeverHandsOutReservedAddresses(t *testing.T) {
+	ctx := context.Background()
+	n := newSimNode(t, simNodeOptions{})
+	// An l2bridge node whose host endpoint holds .2 (and, for the test,
+	// .3): the first pod must get .4.
+	nw := &cni.NodeNetwork{
+		Mode: config.NetworkModeL2Bridge, Name: "nodenet", ID: n.network.ID,
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")},
+		Gateways: []netip.Addr{netip.MustParseAddr("10.244.1.1")},
+		Reserved: []netip.Addr{netip.MustParseAddr("10.244.1.2"), netip.MustParseAddr("10.244.1.3")},
+	}
+	if err := n.server.SetNetwork(nw); err != nil {
+		t.Fatal(err)
+	}
+	resp := n.server.Handle(ctx, n.addRequest("c1"))
+	if resp.Error != nil {
+		t.Fatalf("ADD: %v", resp.Error)
+	}
+	var result struct {
+		IPs []struct{ Address string } `json:"ips"`
+	}
+	if err := json.Unmarshal(resp.Result, &result); err != nil {
+		t.Fatal(err)
+	}
+	if len(result.IPs) != 1 || result.IPs[0].Address != "10.244.1.4/24" {
+		t.Errorf("the first pod got %+v, want 10.244.1.4/24 (past the gateway and both reserved addresses)", result.IPs)
+	}
+}

@@ -3,6 +3,7 @@ package cni
 import (
 	"context"
 	"net/netip"
+	"slices"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 
@@ -29,6 +30,9 @@ type NodeNetwork struct {
 	// SourceVIP is the overlay source VIP (reserved in the IPv4 pod CIDR);
 	// the zero Addr in l2bridge mode.
 	SourceVIP netip.Addr
+	// Reserved are more pod-CIDR addresses the node network uses itself
+	// (the Windows l2bridge host endpoint); IPAM never hands them out.
+	Reserved []netip.Addr
 	// MTU is the pods' interface MTU, VXLAN overhead already subtracted in
 	// overlay mode.
 	MTU int
@@ -122,4 +126,14 @@ type Wiring interface {
 	Del(ctx context.Context, nw *NodeNetwork, pod *Pod) error
 	// List returns every attachment this wiring has on the host, for GC.
 	List(ctx context.Context, nw *NodeNetwork) ([]Attachment, error)
+}
+
+// reserved returns every pod-CIDR address IPAM must not hand out besides
+// the gateways: the source VIP and Reserved.
+func (nw *NodeNetwork) reserved() []netip.Addr {
+	out := slices.Clone(nw.Reserved)
+	if nw.SourceVIP.IsValid() {
+		out = append(out, nw.SourceVIP)
+	}
+	return out
 }
