@@ -2,6 +2,7 @@ package hns
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -33,6 +34,7 @@ func (s *Simulator) CreateNetwork(ctx context.Context, n *Network) (*Network, er
 		}
 		c := cloneNetwork(n)
 		c.ID = s.newID(idNetwork)
+		s.assignDRMAC(c)
 		if c.SchemaVersion == (SchemaVersion{}) {
 			c.SchemaVersion = V2
 		}
@@ -44,6 +46,25 @@ func (s *Simulator) CreateNetwork(ctx context.Context, n *Network) (*Network, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// assignDRMAC gives an Overlay network the distributed-router MAC HNS
+// assigns on create when the request has none: flannel's Windows vxlan
+// backend reads it back (DrMacAddress policy) and publishes it as the
+// node's VtepMAC. s.mu held.
+func (s *Simulator) assignDRMAC(n *Network) {
+	if n.Type != NetworkTypeOverlay {
+		return
+	}
+	for _, p := range n.Policies {
+		if p.Type == NetworkPolicyDrMacAddress {
+			return
+		}
+	}
+	// Its own range (fourth byte E7, like network IDs) so endpoint MACs
+	// do not shift.
+	mac := fmt.Sprintf("00-15-5D-E7-%02X-%02X", byte(s.seq>>8), byte(s.seq))
+	n.Policies = append(n.Policies, NetworkPolicy{Type: NetworkPolicyDrMacAddress, DrMacAddress: &DrMacAddressPolicy{Address: mac}})
 }
 
 // validateNetwork checks a network definition the way HNS does on create.

@@ -695,6 +695,7 @@ Networks:
     subnet 10.244.1.0/24  VSID=4096  route 0.0.0.0/0 via 10.244.1.1
     policy NetAdapterName Ethernet
     policy ProviderAddress 10.0.0.4
+    policy DrMacAddress 00-15-5D-E7-00-01
     policy RemoteSubnetRoute 10.244.2.0/24 -> PA 10.0.0.5  DRMAC 02-11-22-33-44-55  VSID 4096
 Endpoints:
   000000ED-0000-4000-8000-000000000002  nodenet  10.244.1.5  00-15-5D-00-00-01  local
@@ -710,5 +711,36 @@ LoadBalancers:
 `
 	if diff := cmp.Diff(want, h.sim.Dump()); diff != "" {
 		t.Errorf("Dump() (-want +got):\n%s", diff)
+	}
+}
+
+func TestSimulatorAssignsOverlayDRMAC(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		net  *Network
+		want string
+	}{
+		{"an overlay network without a DR MAC gets one from HNS", overlayNetwork("a"), "00-15-5D-E7-00-01"},
+		{"an overlay network keeps the DR MAC it was created with", func() *Network {
+			n := overlayNetwork("b")
+			n.Policies = append(n.Policies, NetworkPolicy{Type: NetworkPolicyDrMacAddress, DrMacAddress: &DrMacAddressPolicy{Address: "0E-2A-00-00-00-01"}})
+			return n
+		}(), "0E-2A-00-00-00-01"},
+		{"an l2bridge network gets no DR MAC", l2bridgeNetwork("c"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestSimulator(t, SimulatorOptions{})
+			n := mustNetwork(t, s, tc.net)
+			got, n2 := "", 0
+			for _, p := range n.Policies {
+				if p.Type == NetworkPolicyDrMacAddress {
+					got = p.DrMacAddress.Address
+					n2++
+				}
+			}
+			if got != tc.want || n2 > 1 {
+				t.Errorf("DR MAC = %q (%d policies), want %q", got, n2, tc.want)
+			}
+		})
 	}
 }
