@@ -25,6 +25,9 @@ const (
 	ReasonNetworkMismatch      = "NetworkMismatch"
 	ReasonInvalidNetworkConfig = "InvalidNetworkConfig"
 	ReasonNetworkError         = "NetworkError"
+	// ReasonFamiliesDropped is a warning Event: the node has pod CIDRs of
+	// an IP family it does not run (IPv6 on an overlay node).
+	ReasonFamiliesDropped = "IPFamiliesDropped"
 )
 
 // reconcile brings the local network, this Node's annotations and
@@ -87,8 +90,11 @@ func (c *Controller) localSpec(self *v1.Node) (LocalSpec, string, error) {
 		return LocalSpec{}, ReasonInvalidPodCIDR, err
 	}
 	if dropped := len(raw) - len(podCIDRs); dropped > 0 && c.status.once("families:"+strings.Join(raw, ",")) {
-		c.log.Info("Warning: running only this node's pod CIDRs of the effective IP families; overlay networks are IPv4 only (KEP-5100)",
-			"podCIDRs", raw, "used", podCIDRs, "mode", cfg.Network.Mode)
+		msg := fmt.Sprintf("running pod CIDRs %v of %v: this node runs IP families %v", podCIDRs, raw, c.rules.Families)
+		if cfg.Network.Mode == config.NetworkModeOverlay {
+			msg += " (overlay networks are IPv4 only, KEP-5100)"
+		}
+		c.status.warn(ReasonFamiliesDropped, msg)
 	}
 	spec := LocalSpec{
 		Mode:              cfg.Network.Mode,

@@ -137,6 +137,12 @@ func (s *nodeStatus) peerOK(node string) {
 	s.mu.Unlock()
 }
 
+// warn logs a warning about this node and records it as an Event.
+func (s *nodeStatus) warn(reason, message string) {
+	s.log.Info("Warning: "+message, "reason", reason)
+	s.recorder.Event(s.ref, v1.EventTypeWarning, reason, message)
+}
+
 // once reports true the first time it sees key: for warnings worth
 // logging once per distinct situation, not on every resync.
 func (s *nodeStatus) once(key string) bool {

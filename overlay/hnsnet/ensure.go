@@ -51,6 +51,11 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 	if err != nil {
 		return nil, err
 	}
+	if p.netType == hns.NetworkTypeOverlay {
+		if err := n.ensureHostRoute(ctx, nw); err != nil {
+			return nil, err
+		}
+	}
 	ep, err := n.ensureEndpoint(ctx, p, nw, up)
 	if err != nil {
 		return nil, err
@@ -198,4 +203,32 @@ func nodeSubnets(a Adapter) []netip.Prefix {
 		}
 	}
 	return out
+}
+
+// ensureHostRoute gives an Overlay network the HostRoute policy, which
+// lets the host itself reach the pods on it (node→pod, kubelet probes), as
+// flannel adds it after creating its network. A network that has it is
+// not written to; a host whose HNS lacks the policy goes without, as with
+// flannel (probes from the node then fail, which the log says).
+func (n *Network) ensureHostRoute(ctx context.Context, nw *hns.Network) error {
+	for _, p := range nw.Policies {
+		if p.Type == hns.NetworkPolicyHostRoute {
+			return nil
+		}
+	}
+	feat, err := n.hns.Features(ctx)
+	if err != nil {
+		return fmt.Errorf("read HNS features: %w", err)
+	}
+	if !feat.HostRoute {
+		v, _ := hns.MinimumVersion("HostRoute")
+		n.log.Info("Warning: this host's HNS has no HostRoute policy; the node itself cannot reach its pods on the overlay", "needs", v.String())
+		return nil
+	}
+	policy := hns.NetworkPolicy{Type: hns.NetworkPolicyHostRoute, Raw: []byte("{}")}
+	if err := n.hns.AddNetworkPolicies(ctx, nw.ID, []hns.NetworkPolicy{policy}); err != nil {
+		return fmt.Errorf("add the HostRoute policy to HNS network %q: %w", nw.Name, err)
+	}
+	nw.Policies = append(nw.Policies, policy)
+	return nil
 }

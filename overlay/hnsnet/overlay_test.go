@@ -23,13 +23,13 @@ func TestOverlayNetwork(t *testing.T) {
 		port      uint16
 		wantPort  bool
 		wantSpec  string // field of the expected *overlay.SpecError
-		wantCalls int    // HNS writes
+		wantCalls int    // HNS writes: create, HostRoute, source-VIP endpoint
 	}{
-		{name: "the default port makes no VxlanPort policy", port: 4789, wantCalls: 2},
-		{name: "an unset port means 4789 and makes no VxlanPort policy", port: 0, wantCalls: 2},
-		{name: "another port makes a VxlanPort policy", port: 4790, wantPort: true, wantCalls: 2},
+		{name: "the default port makes no VxlanPort policy", port: 4789, wantCalls: 3},
+		{name: "an unset port means 4789 and makes no VxlanPort policy", port: 0, wantCalls: 3},
+		{name: "another port makes a VxlanPort policy", port: 4790, wantPort: true, wantCalls: 3},
 		{name: "another port on a host without VxlanPort is a spec error with nothing written", version: older, port: 4790, wantSpec: "network.vxlan.port"},
-		{name: "the default port works on a host without VxlanPort", version: older, port: 4789, wantCalls: 2},
+		{name: "the default port works on a host without VxlanPort", version: older, port: 4789, wantCalls: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHost(tc.version)
@@ -55,6 +55,9 @@ func TestOverlayNetwork(t *testing.T) {
 			nw, err := h.sim.GetNetworkByName(ctx, netName)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(nw.Policies, func(p hns.NetworkPolicy) bool { return p.Type == hns.NetworkPolicyHostRoute }) {
+				t.Errorf("the network has no HostRoute policy (the node could not reach its pods): %+v", nw.Policies)
 			}
 			if nw.Type != hns.NetworkTypeOverlay {
 				t.Errorf("type = %s", nw.Type)
@@ -296,8 +299,8 @@ func TestMismatch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if ln.ID == old.ID || ln.Writes != 3 {
-					t.Errorf("network %s (old %s), writes %d: want a new network in 3 writes (delete, create, endpoint)", ln.ID, old.ID, ln.Writes)
+				if ln.ID == old.ID || ln.Writes != 4 {
+					t.Errorf("network %s (old %s), writes %d: want a new network in 4 writes (delete, create, HostRoute, endpoint)", ln.ID, old.ID, ln.Writes)
 				}
 			})
 		}
@@ -400,5 +403,30 @@ func TestTraceReachesRemotePodThroughTheOverlay(t *testing.T) {
 				t.Errorf("trace:\n%s\nwant one delivery encapsulated as %+v", tr, want)
 			}
 		})
+	}
+}
+
+func TestAdoptedOverlayNetworkWithoutHostRouteGetsIt(t *testing.T) {
+	h := newHost(hns.Version{})
+	a := h.agent(t)
+	mustEnsure(t, a, overlaySpec())
+	// A network made by another tool (or before HostRoute existed) lacks
+	// the policy: adoption adds it, one write, and keeps everything else.
+	nw, err := h.sim.GetNetworkByName(ctx, netName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hostRoute []hns.NetworkPolicy
+	for _, p := range nw.Policies {
+		if p.Type == hns.NetworkPolicyHostRoute {
+			hostRoute = append(hostRoute, p)
+		}
+	}
+	if err := h.sim.RemoveNetworkPolicies(ctx, nw.ID, hostRoute); err != nil {
+		t.Fatal(err)
+	}
+	ln := mustEnsure(t, h.agent(t), overlaySpec())
+	if ln.Writes != 1 || ln.ID != nw.ID {
+		t.Errorf("adoption made %d writes on network %s, want 1 (the HostRoute policy) on %s", ln.Writes, ln.ID, nw.ID)
 	}
 }
