@@ -15,10 +15,16 @@ import (
 // iphlpapi calls x/sys/windows does not wrap (it has GetIpForwardTable2,
 // FreeMibTable and the row types).
 type iphlpapi struct {
-	initialize *windows.LazyProc
-	create     *windows.LazyProc
-	delete     *windows.LazyProc
+	create *windows.LazyProc
+	delete *windows.LazyProc
 }
+
+// MIB_IPFORWARD_ROW2 defaults (netioapi.h, InitializeIpForwardEntry).
+const (
+	infiniteLifetime  = 0xffffffff
+	unspecifiedMetric = 0xffffffff
+	mibIPProtoNetMgmt = 3 // MIB_IPPROTO_NETMGMT: a static route
+)
 
 // Table is the iphlpapi route table of this host.
 type Table struct{ api iphlpapi }
@@ -29,9 +35,8 @@ var _ Interface = (*Table)(nil)
 func New() *Table {
 	dll := windows.NewLazySystemDLL("iphlpapi.dll")
 	return &Table{api: iphlpapi{
-		initialize: dll.NewProc("InitializeIpForwardEntry"),
-		create:     dll.NewProc("CreateIpForwardEntry2"),
-		delete:     dll.NewProc("DeleteIpForwardEntry2"),
+		create: dll.NewProc("CreateIpForwardEntry2"),
+		delete: dll.NewProc("DeleteIpForwardEntry2"),
 	}}
 }
 
@@ -90,16 +95,18 @@ func (t *Table) Delete(ctx context.Context, r Route) error {
 
 // row returns an initialized MIB_IPFORWARD_ROW2 holding r's key.
 func (t *Table) row(r Route) (*windows.MibIpForwardRow2, error) {
-	if err := t.api.initialize.Find(); err != nil {
-		return nil, fmt.Errorf("iphlpapi: %w", err)
-	}
 	if !r.Destination.IsValid() || !r.NextHop.IsValid() || r.Destination.Addr().Is4() != r.NextHop.Is4() {
 		return nil, fmt.Errorf("route %s: destination and next hop must be valid and of one family: %w", r, ErrInvalid)
 	}
-	row := new(windows.MibIpForwardRow2)
-	// InitializeIpForwardEntry sets the defaults (lifetimes infinite,
-	// metric unspecified); it returns nothing.
-	_, _, _ = t.api.initialize.Call(uintptr(unsafe.Pointer(row)))
+	// The defaults InitializeIpForwardEntry documents, set here so the
+	// conversion needs no DLL (and runs under Wine, which lacks it):
+	// infinite lifetimes, metric left to the interface, a static
+	// (NETMGMT) route that survives until deleted.
+	row := &windows.MibIpForwardRow2{
+		ValidLifetime: infiniteLifetime, PreferredLifetime: infiniteLifetime,
+		Metric: unspecifiedMetric, Protocol: mibIPProtoNetMgmt,
+		Loopback: 1, AutoconfigureAddress: 1, Immortal: 1,
+	}
 	row.InterfaceIndex = uint32(r.InterfaceIndex)
 	toSockaddr(&row.DestinationPrefix.Prefix, r.Destination.Masked().Addr())
 	row.DestinationPrefix.PrefixLength = uint8(r.Destination.Bits())
