@@ -2,9 +2,11 @@
 # Installs everything nodenet's tests need on a Debian machine, as root, and
 # is fast when it is all there already:
 #   - network tools the privileged tests drive (iproute2, nftables, iptables,
-#     conntrack, ping);
+#     conntrack, ping); flanneld needs iptables too;
 #   - kube-apiserver and etcd built from the Go module proxy into the cache
 #     (hack/build-kube-binaries.sh);
+#   - flanneld, for the flannel interop tests, built the same way
+#     (hack/build-flanneld.sh);
 #   - Wine with the ProcessPrng stub for the Windows test leg
 #     (hack/setup-wine.sh).
 set -euo pipefail
@@ -28,5 +30,6 @@ if ((${#missing[@]})); then
 fi
 
 bash hack/build-kube-binaries.sh
+bash hack/build-flanneld.sh
 bash hack/setup-wine.sh
 log "ready"

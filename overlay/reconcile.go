@@ -61,6 +61,12 @@ func (c *Controller) reconcile(ctx context.Context) error {
 		c.setNotReady(ctx, self, ReasonNetworkError, err)
 		return err
 	}
+	// The config reserves the source-VIP offset on every node, whether or
+	// not the dataplane puts an endpoint there (Linux doesn't), so a node
+	// can change platform or mode without a pod holding that address.
+	if spec.SourceVIP.IsValid() && !slices.Contains(local.Reserved, spec.SourceVIP) {
+		local.Reserved = append(local.Reserved, spec.SourceVIP)
+	}
 	if local.Writes > 0 {
 		c.log.Info("Node network programmed", "network", local.Name, "writes", local.Writes)
 	}

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +30,7 @@ const (
 
 const (
 	defaultServiceCIDR  = "10.96.0.0/12"
+	defaultBindAddress  = "127.0.0.1"
 	defaultReadyTimeout = 60 * time.Second
 	// A port taken between our probe and the child's bind is retried.
 	startAttempts = 3
@@ -49,6 +52,12 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// TempDir is where the server's private dir is made; default os.TempDir.
 	TempDir string
+	// BindAddress is the one address the apiserver listens on and
+	// advertises, and the host of URL; default 127.0.0.1. Name a
+	// non-loopback address (an underlay bridge's) when processes in other
+	// network namespaces, such as flanneld in a test node, must reach it.
+	// etcd stays on loopback either way.
+	BindAddress string
 }
 
 func (o Options) withDefaults() Options {
@@ -58,12 +67,28 @@ func (o Options) withDefaults() Options {
 	if o.ReadyTimeout <= 0 {
 		o.ReadyTimeout = defaultReadyTimeout
 	}
+	if o.BindAddress == "" {
+		o.BindAddress = defaultBindAddress
+	}
 	return o
+}
+
+// validate rejects what kube-apiserver cannot advertise or a URL cannot
+// name: the address must be one specific IP.
+func (o Options) validate() error {
+	a, err := netip.ParseAddr(o.BindAddress)
+	if err != nil {
+		return fmt.Errorf("bind address: %w", err)
+	}
+	if a.IsUnspecified() || a.Zone() != "" {
+		return fmt.Errorf("bind address %s: want one specific address without a zone", a)
+	}
+	return nil
 }
 
 // Server is a running etcd + kube-apiserver pair.
 type Server struct {
-	// URL is the apiserver's https address on loopback.
+	// URL is the apiserver's https address on Options.BindAddress.
 	URL string
 	// EtcdURL is etcd's client address on loopback.
 	EtcdURL string
@@ -84,6 +109,9 @@ type Server struct {
 // processes run until Stop.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	bins, err := findBinaries(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w; %s", err, BuildHint)
@@ -148,8 +176,8 @@ func retryOnPortClash(start func() (*process, error)) error {
 func (s *Server) apiserverArgs(port int, opts Options) []string {
 	args := []string{
 		"--etcd-servers=" + s.EtcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + opts.BindAddress,
+		"--advertise-address=" + opts.BindAddress,
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(s.Dir, "certs"),
 		"--token-auth-file=" + filepath.Join(s.Dir, "tokens.csv"),
@@ -159,8 +187,9 @@ func (s *Server) apiserverArgs(port int, opts Options) []string {
 		"--service-account-key-file=" + filepath.Join(s.Dir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(s.Dir, "sa.key"),
 		"--service-cluster-ip-range=" + opts.ServiceClusterIPRange,
-		// The reconciler would publish 127.0.0.1 as the kubernetes
-		// Service's endpoint, which 1.37 refuses and exits on.
+		// The reconciler would publish the bind address (loopback by
+		// default, which 1.37 refuses and exits on) as the kubernetes
+		// Service's endpoint, and no test needs that Service.
 		"--endpoint-reconciler-type=none",
 		// No controller-manager creates default service accounts.
 		"--disable-admission-plugins=ServiceAccount",
@@ -171,18 +200,18 @@ func (s *Server) apiserverArgs(port int, opts Options) []string {
 }
 
 func (s *Server) startAPIServer(ctx context.Context, bin string, opts Options) (*process, string, error) {
-	ports, err := freePorts(1)
+	ports, err := freePorts(opts.BindAddress, 1)
 	if err != nil {
 		return nil, "", err
 	}
-	url := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	url := "https://" + net.JoinHostPort(opts.BindAddress, strconv.Itoa(ports[0]))
 	p, err := startProcess("kube-apiserver", bin, s.apiserverArgs(ports[0], opts),
 		filepath.Join(s.Dir, "kube-apiserver.log"))
 	if err != nil {
 		return nil, "", err
 	}
 	// The serving cert does not exist before the process makes it, so
-	// readiness polling cannot verify it; it is loopback and our own child.
+	// readiness polling cannot verify it; it is our own child.
 	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
 	}}

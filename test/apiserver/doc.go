@@ -1,5 +1,7 @@
-// Package apiserver runs a real etcd and kube-apiserver on loopback for
-// integration tests and local demos.
+// Package apiserver runs a real etcd and kube-apiserver for integration
+// tests and local demos. Both listen on loopback unless
+// Options.BindAddress puts the apiserver on another address (an underlay
+// bridge that test nodes in other network namespaces reach).
 //
 // The binaries are built once by hack/build-kube-binaries.sh and found
 // through NODENET_KUBE_APISERVER and NODENET_ETCD, else in the build cache
@@ -10,7 +12,7 @@
 //   - Start returns only once /readyz answers 200 and the "default"
 //     namespace exists, so callers can create objects at once.
 //   - Every server gets its own temp dir (etcd data, certs, keys, logs) and
-//     random loopback ports, so test packages may run servers in parallel.
+//     random ports, so test packages may run servers in parallel.
 //   - Clients authenticate with a random bearer token for user "admin" in
 //     group system:masters; authorization is AlwaysAllow. Anonymous requests
 //     are refused, /readyz included.

@@ -13,7 +13,7 @@ import (
 // peer, so parallel servers never share the default 2380) and waits for
 // /health.
 func startEtcd(ctx context.Context, bin, dir string, opts Options) (*process, string, error) {
-	ports, err := freePorts(2)
+	ports, err := freePorts("127.0.0.1", 2)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,0 +1,170 @@
+package netnode
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/nodenet/nodenet/internal/testroot"
+)
+
+const (
+	// underlayBridge is the bridge inside the underlay namespace.
+	underlayBridge = "br0"
+	// firstNodeHost is the first node's host number in the subnet (.11).
+	firstNodeHost = 11
+	defaultMTU    = 1500
+)
+
+// Options configure New.
+type Options struct {
+	// Nodes names the node namespaces to create, in order; the first gets
+	// .11 on the underlay, the next .12, and so on. Kubernetes node names
+	// fit.
+	Nodes []string
+	// EnableIPv6 keeps IPv6 on in the nodes. It is off by default so that
+	// nothing (link-local addresses, DAD) changes a node on its own, which
+	// tests that assert "no netlink writes" rely on.
+	EnableIPv6 bool
+	// MTU of the underlay links (every eth0); default 1500.
+	MTU int
+}
+
+// Env is one environment: an underlay segment, the host's address on it
+// and the nodes.
+type Env struct {
+	// Subnet is the underlay subnet, e.g. 192.168.77.0/24.
+	Subnet netip.Prefix
+	// HostIP is the root namespace's address on the underlay (.1): bind
+	// the apiserver (test/apiserver Options.BindAddress) here so nodes
+	// reach it.
+	HostIP netip.Addr
+	// Underlay is the namespace holding the underlay bridge.
+	Underlay *NS
+	// Nodes in Options order.
+	Nodes []*Node
+
+	t    testing.TB
+	slot *slot
+	opts Options
+
+	pluginsOnce sync.Once
+	pluginDir   string
+	pluginErr   error
+}
+
+// New builds the environment and tears it down in t.Cleanup.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	testroot.Require(t, "network namespaces, veths and bridges")
+	if opts.MTU == 0 {
+		opts.MTU = defaultMTU
+	}
+	s, err := acquireSlot()
+	if err != nil {
+		t.Fatalf("netnode: %v", err)
+	}
+	// Cleanups run last-in first-out: pods and nodes go first, then the
+	// host's link and the underlay, and only then is the slot free.
+	t.Cleanup(s.release)
+	e := &Env{t: t, slot: s, opts: opts, Subnet: s.subnet, HostIP: s.subnet.Addr().Next()}
+	e.Underlay = newNS(t, e.name("underlay"))
+	if err := e.buildUnderlay(t); err != nil {
+		t.Fatalf("netnode: underlay: %v", err)
+	}
+	for _, name := range opts.Nodes {
+		e.AddNode(t, name)
+	}
+	return e
+}
+
+// name returns the slot-scoped name of a namespace.
+func (e *Env) name(parts ...string) string {
+	out := e.slot.prefix()
+	for _, p := range parts {
+		out += "-" + p
+	}
+	return out
+}
+
+// buildUnderlay makes the bridge and the host's veth into it.
+func (e *Env) buildUnderlay(t testing.TB) error {
+	err := e.Underlay.Do(func() error {
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: underlayBridge, MTU: e.opts.MTU}}
+		if err := netlink.LinkAdd(br); err != nil {
+			return fmt.Errorf("add bridge: %w", err)
+		}
+		return netlink.LinkSetUp(br)
+	})
+	if err != nil {
+		return err
+	}
+	// Nothing on the underlay is filtered; this bridge is a switch.
+	if err := e.Underlay.sysctlIfPresent("net.bridge.bridge-nf-call-iptables", "0"); err != nil {
+		return err
+	}
+	hostLink := e.slot.prefix()
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: hostLink, MTU: e.opts.MTU},
+		PeerName:      "host",
+		PeerNamespace: netlink.NsFd(int(e.Underlay.Handle)),
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("add host veth %s: %w", hostLink, err)
+	}
+	// Deleted explicitly: the kernel removes it with the underlay
+	// namespace only asynchronously, and the next holder of the slot
+	// wants the name at once.
+	t.Cleanup(func() {
+		if l, err := netlink.LinkByName(hostLink); err == nil {
+			_ = netlink.LinkDel(l)
+		}
+	})
+	host, err := netlink.LinkByName(hostLink)
+	if err != nil {
+		return err
+	}
+	addr := &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(e.HostIP, e.Subnet.Bits()))}
+	if err := netlink.AddrAdd(host, addr); err != nil {
+		return fmt.Errorf("address %s: %w", addr, err)
+	}
+	if err := netlink.LinkSetUp(host); err != nil {
+		return err
+	}
+	return e.Underlay.Do(func() error { return attach("host") })
+}
+
+// attach enslaves link name to the underlay bridge and sets it up; call
+// inside the underlay namespace.
+func attach(name string) error {
+	br, err := netlink.LinkByName(underlayBridge)
+	if err != nil {
+		return err
+	}
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if err := netlink.LinkSetMaster(l, br); err != nil {
+		return fmt.Errorf("attach %s to %s: %w", name, underlayBridge, err)
+	}
+	return netlink.LinkSetUp(l)
+}
+
+// Node returns the node called name, or nil.
+func (e *Env) Node(name string) *Node {
+	for _, n := range e.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}

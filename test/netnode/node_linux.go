@@ -1,0 +1,86 @@
+package netnode
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Node is a node's network namespace with eth0 on the underlay.
+type Node struct {
+	*NS
+	// Name is the node's name (Kubernetes Node name in e2e tests).
+	Name string
+	// IP is eth0's address, the node's InternalIP.
+	IP netip.Addr
+	// Prefix is IP with the underlay's prefix length.
+	Prefix netip.Prefix
+
+	env *Env
+}
+
+// AddNode creates one more node namespace; New calls it for Options.Nodes.
+func (e *Env) AddNode(t testing.TB, name string) *Node {
+	t.Helper()
+	if e.Node(name) != nil {
+		t.Fatalf("netnode: node %s exists", name)
+	}
+	host := firstNodeHost + len(e.Nodes)
+	ip := e.Subnet.Addr().As4()
+	ip[3] = byte(host)
+	n := &Node{Name: name, IP: netip.AddrFrom4(ip), env: e}
+	n.Prefix = netip.PrefixFrom(n.IP, e.Subnet.Bits())
+	n.NS = newNS(t, e.name(name))
+	if err := n.setup(host); err != nil {
+		t.Fatalf("netnode: node %s: %v", name, err)
+	}
+	e.Nodes = append(e.Nodes, n)
+	return n
+}
+
+// setup plugs eth0 into the underlay and sets the sysctls a node has.
+func (n *Node) setup(host int) error {
+	if !n.env.opts.EnableIPv6 {
+		// Before any link exists, so no link gets IPv6 at all.
+		for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+			if err := n.Sysctl(key, "1"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := n.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return err
+	}
+	// flanneld refuses to start without br_netfilter's sysctl, and real
+	// nodes run with it on (kubeadm's preflight wants it).
+	if err := n.sysctlIfPresent("net.bridge.bridge-nf-call-iptables", "1"); err != nil {
+		return err
+	}
+	port := fmt.Sprintf("n%d", host)
+	err := n.env.Underlay.Do(func() error {
+		veth := &netlink.Veth{
+			LinkAttrs:     netlink.LinkAttrs{Name: port, MTU: n.env.opts.MTU},
+			PeerName:      "eth0",
+			PeerNamespace: netlink.NsFd(int(n.Handle)),
+		}
+		if err := netlink.LinkAdd(veth); err != nil {
+			return fmt.Errorf("add veth %s: %w", port, err)
+		}
+		return attach(port)
+	})
+	if err != nil {
+		return err
+	}
+	return n.Do(func() error {
+		eth0, err := netlink.LinkByName("eth0")
+		if err != nil {
+			return err
+		}
+		if err := netlink.AddrAdd(eth0, &netlink.Addr{IPNet: ipNet(n.Prefix)}); err != nil {
+			return fmt.Errorf("address eth0: %w", err)
+		}
+		return netlink.LinkSetUp(eth0)
+	})
+}
