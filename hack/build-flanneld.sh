@@ -14,6 +14,11 @@
 #                works).
 set -euo pipefail
 
+SCRIPT_NAME=build-flanneld
+HELP_LINES=2,15p
+# shellcheck source=hack/lib/build-cache.sh
+source "$(dirname "$0")/lib/build-cache.sh"
+
 # Keep in step with test/e2e's flanneldVersion.
 FLANNEL_VERSION=v0.28.4
 # flannel pins tencentcloud-sdk-go/tencentcloud/common v1.3.79, which the
@@ -21,44 +26,16 @@ FLANNEL_VERSION=v0.28.4
 TENCENT_COMMON=github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common
 TENCENT_COMMON_VERSION=v1.3.103
 
-ROOT=${NODENET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodenet}
 FLANNELD=$ROOT/flanneld-$FLANNEL_VERSION/flanneld
 
-print_env=false
-for arg in "$@"; do
-	case $arg in
-	--print-env) print_env=true ;;
-	-h | --help)
-		sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*)
-		echo "unknown argument: $arg" >&2
-		exit 2
-		;;
-	esac
-done
-
-log() { echo "build-flanneld: $*" >&2; }
-
-# The scratch module must not see the repo's go.work or vendor settings.
-export GOWORK=off GOFLAGS=-mod=mod
+parse_args "$@"
 
 # works reports whether $1 is an executable that answers --version with the
 # wanted version; anything else is rebuilt.
 works() { [[ -x $1 ]] && [[ $("$1" --version 2>&1) == "$FLANNEL_VERSION" ]]; }
 
-scratch=
-partial=
-cleanup() {
-	[[ -n $partial ]] && rm -f "$partial"
-	[[ -n $scratch ]] && rm -rf "$scratch"
-	return 0
-}
-trap cleanup EXIT
-
 build_flanneld() {
-	scratch=$(mktemp -d "${TMPDIR:-/tmp}/nodenet-build.XXXXXX")
+	new_scratch
 	local start=$SECONDS
 	log "building flanneld $FLANNEL_VERSION in $scratch"
 	(
@@ -83,24 +60,11 @@ EOF
 			-ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" \
 			-o flanneld github.com/flannel-io/flannel
 	)
-	# Atomic install: an interrupted build never leaves a half-written
-	# binary at the final path.
-	mkdir -p "$(dirname "$FLANNELD")"
-	partial=$FLANNELD.tmp.$$
-	cp "$scratch/flanneld" "$partial"
-	chmod 0755 "$partial"
-	mv -f "$partial" "$FLANNELD"
-	partial=
+	install_binary "$scratch/flanneld" "$FLANNELD"
 	log "flanneld built in $((SECONDS - start))s: $FLANNELD"
 }
 
-mkdir -p "$ROOT"
-# Serialise concurrent runs (the same lock as hack/build-kube-binaries.sh)
-# so two test jobs don't compile the same thing.
-exec 9>"$ROOT/.build.lock"
-if command -v flock >/dev/null 2>&1; then
-	flock 9
-fi
+take_build_lock
 
 if works "$FLANNELD"; then
 	log "flanneld $FLANNEL_VERSION cached: $FLANNELD"

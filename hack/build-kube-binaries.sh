@@ -14,64 +14,24 @@
 #                `eval "$(hack/build-kube-binaries.sh --print-env)"` works).
 set -euo pipefail
 
+SCRIPT_NAME=build-kube-binaries
+HELP_LINES=2,14p
+# shellcheck source=hack/lib/build-cache.sh
+source "$(dirname "$0")/lib/build-cache.sh"
+
 KUBE_VERSION=v1.37.1
 # Staging modules (k8s.io/api, ...) are tagged v0.<minor>.<patch>.
 STAGING_VERSION=v0.${KUBE_VERSION#v1.}
 ETCD_VERSION=v3.7.3
 
-ROOT=${NODENET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodenet}
 KUBE_APISERVER=$ROOT/kube-$KUBE_VERSION/kube-apiserver
 ETCD=$ROOT/etcd-$ETCD_VERSION/etcd
 
-print_env=false
-for arg in "$@"; do
-	case $arg in
-	--print-env) print_env=true ;;
-	-h | --help)
-		sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
-		exit 0
-		;;
-	*)
-		echo "unknown argument: $arg" >&2
-		exit 2
-		;;
-	esac
-done
-
-log() { echo "build-kube-binaries: $*" >&2; }
-
-# The scratch modules must not see the repo's go.work or vendor settings.
-export GOWORK=off GOFLAGS=-mod=mod
+parse_args "$@"
 
 # works reports whether $1 is an executable that answers --version; a binary
 # that does not is rebuilt.
 works() { [[ -x $1 ]] && "$1" --version >/dev/null 2>&1; }
-
-# install moves a freshly built $1 to $2 atomically, so an interrupted build
-# never leaves a half-written binary at the final path.
-install_binary() {
-	local src=$1 dst=$2
-	mkdir -p "$(dirname "$dst")"
-	partial=$dst.tmp.$$
-	cp "$src" "$partial"
-	chmod 0755 "$partial"
-	mv -f "$partial" "$dst"
-	partial=
-}
-
-scratch=
-partial=
-cleanup() {
-	[[ -n $partial ]] && rm -f "$partial"
-	[[ -n $scratch ]] && rm -rf "$scratch"
-	return 0
-}
-trap cleanup EXIT
-
-new_scratch() {
-	cleanup
-	scratch=$(mktemp -d "${TMPDIR:-/tmp}/nodenet-build.XXXXXX")
-}
 
 build_etcd() {
 	new_scratch
@@ -168,12 +128,7 @@ EOF
 	log "kube-apiserver built in $((SECONDS - start))s: $KUBE_APISERVER"
 }
 
-mkdir -p "$ROOT"
-# Serialise concurrent runs so two test jobs don't compile the same thing.
-exec 9>"$ROOT/.build.lock"
-if command -v flock >/dev/null 2>&1; then
-	flock 9
-fi
+take_build_lock
 
 if works "$ETCD"; then
 	log "etcd $ETCD_VERSION cached: $ETCD"
