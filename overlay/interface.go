@@ -38,8 +38,9 @@ type Interface interface {
 	SyncRemotes(ctx context.Context, remotes []RemoteNode) (SyncResult, error)
 
 	// Check reports whether the network EnsureLocal returned still exists
-	// as returned (nil) or what is wrong, with reads only. The controller
-	// calls EnsureLocal again when it fails.
+	// as returned (nil) or what is wrong, with reads only: the cheap probe
+	// behind the agent's readiness. Repair is EnsureLocal's job; the
+	// Controller runs it on every resync.
 	Check(ctx context.Context) error
 }
 
