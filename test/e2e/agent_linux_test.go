@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/klog/v2/ktesting"
 
@@ -27,6 +28,8 @@ type nodenetNode struct {
 	c   *cluster
 	cfg *config.AgentConfiguration
 	cni *netnode.NodenetCNI
+	// resync is the controller's ResyncPeriod; 0 keeps the config's.
+	resync time.Duration
 }
 
 // startNodenet starts the CNI server and an agent on node name.
@@ -57,6 +60,7 @@ func agentConfig(t *testing.T, mode config.NetworkMode, nodeName string) *config
 // dataplane, as one agent process would hold them.
 type agent struct {
 	dp     *countingDataplane
+	ctrl   *overlay.Controller
 	ready  chan struct{} // closed at the first OnReady
 	once   sync.Once
 	mu     sync.Mutex
@@ -77,10 +81,11 @@ func (n *nodenetNode) startAgent(t *testing.T) *agent {
 	}
 	a := &agent{dp: &countingDataplane{Interface: dp}, ready: make(chan struct{}), done: make(chan error, 1)}
 	ctrl, err := overlay.NewController(overlay.ControllerOptions{
-		Config:    n.cfg,
-		NodeName:  n.Name,
-		Client:    n.c.api.Client(),
-		Dataplane: a.dp,
+		Config:       n.cfg,
+		NodeName:     n.Name,
+		Client:       n.c.api.Client(),
+		Dataplane:    a.dp,
+		ResyncPeriod: n.resync,
 		OnReady: func(local *overlay.LocalNetwork) {
 			if err := n.cni.Server.SetNetwork(nodeNetwork(n.cfg, local)); err != nil {
 				n.t.Errorf("hand %s's network to its CNI server: %v", n.Name, err)
@@ -97,6 +102,7 @@ func (n *nodenetNode) startAgent(t *testing.T) *agent {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
+	a.ctrl = ctrl
 	go func() {
 		a.done <- ctrl.Run(ctx)
 		dp.Close()
