@@ -5,7 +5,8 @@ package cni_test
 //
 // Address plan (simulator only):
 //   192.168.1.0/24  node subnet, this node 192.168.1.11 (adapter "Ethernet")
-//   10.244.1.0/24   this node's pods: gateway .1, source VIP .2, pods .3+
+//   10.244.1.0/24   this node's pods: gateway .1, source VIP (overlay) or
+//                   host endpoint (l2bridge) .2, pods .3+
 //   10.244.0.0/16   cluster CIDR; 10.96.0.0/12 service CIDR
 
 import (
@@ -13,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -27,18 +29,22 @@ import (
 	"github.com/nodenet/nodenet/cni/api"
 	"github.com/nodenet/nodenet/cni/hnsendpoint"
 	"github.com/nodenet/nodenet/hns"
+	"github.com/nodenet/nodenet/overlay"
+	"github.com/nodenet/nodenet/overlay/hnsnet"
+	"github.com/nodenet/nodenet/overlay/hostroute"
 )
 
 // simNode is a simulated Windows node with its network, an HCN namespace
 // for one pod and a CNI server (tests call Handle or ServeHTTP, or listen).
 type simNode struct {
-	sim     *hns.Simulator
-	server  *cni.Server
-	network *hns.Network
-	dir     string
-	ipamDir string
-	socket  string
-	podNS   string
+	sim       *hns.Simulator
+	dataplane *hnsnet.Network
+	server    *cni.Server
+	network   *hns.Network
+	dir       string
+	ipamDir   string
+	socket    string
+	podNS     string
 }
 
 // simNodeOptions: l2bridge without DSR unless set.
@@ -53,37 +59,44 @@ func newSimNode(t testing.TB, opts simNodeOptions) *simNode {
 	sim := hns.NewSimulator(hns.SimulatorOptions{
 		HostAdapters: []hns.HostAdapter{{Name: "Ethernet", IPs: []string{"192.168.1.11"}, MAC: "00-15-5D-01-01-0B"}},
 	})
-	subnet := hns.Subnet{
-		IpAddressPrefix: "10.244.1.0/24",
-		Routes:          []hns.Route{{NextHop: "10.244.1.1", DestinationPrefix: "0.0.0.0/0"}},
-	}
-	spec := &hns.Network{
-		Name: "nodenet", Type: hns.NetworkTypeL2Bridge,
-		Policies: []hns.NetworkPolicy{{Type: hns.NetworkPolicyNetAdapterName, NetAdapterName: &hns.NetAdapterNamePolicy{NetworkAdapterName: "Ethernet"}}},
-	}
-	nw := &cni.NodeNetwork{
-		Mode: config.NetworkModeL2Bridge, Name: "nodenet",
-		PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")},
-		Gateways:     []netip.Addr{netip.MustParseAddr("10.244.1.1")},
-		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
-		NodeIPs:      []netip.Addr{netip.MustParseAddr("192.168.1.11")},
-		NodeSubnets:  []netip.Prefix{netip.MustParsePrefix("192.168.1.0/24")},
-		DNS:          cni.DNS{Nameservers: []string{"10.96.0.10"}},
-		EnableDSR:    opts.dsr,
-	}
-	if opts.overlay {
-		spec.Type, spec.Flags = hns.NetworkTypeOverlay, hns.NetworkFlagsEnableNonPersistent
-		spec.Policies = append(spec.Policies, hns.NetworkPolicy{Type: hns.NetworkPolicyProviderAddress, ProviderAddress: &hns.ProviderAddressPolicy{ProviderAddress: "192.168.1.11"}})
-		subnet.Policies = []hns.SubnetPolicy{{Type: hns.SubnetPolicyVSID, Isolation: &hns.IsolationPolicy{IsolationID: 4096}}}
-		nw.Mode, nw.SourceVIP, nw.MTU = config.NetworkModeOverlay, netip.MustParseAddr("10.244.1.2"), 1450
-	}
-	spec.Ipams = []hns.IPAM{{Type: "Static", Subnets: []hns.Subnet{subnet}}}
-	network, err := sim.CreateNetwork(ctx, spec)
+	// The network is the one the agent's node network part builds.
+	dp, err := hnsnet.New(hnsnet.Options{HNS: sim, HostRoutes: hostroute.NewFake(),
+		Adapters: func(context.Context) ([]hnsnet.Adapter, error) {
+			mac, _ := net.ParseMAC("00:15:5d:01:01:0b")
+			return []hnsnet.Adapter{{Name: "Ethernet", Index: 4, MTU: 1500, MAC: mac,
+				IPs: []netip.Prefix{netip.MustParsePrefix("192.168.1.11/24")}}}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nw.ID = network.ID
+	spec := overlay.LocalSpec{
+		Mode: config.NetworkModeL2Bridge, Name: "nodenet",
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")},
+		Gateways: []netip.Addr{netip.MustParseAddr("10.244.1.1")},
+		NodeIP:   netip.MustParseAddr("192.168.1.11"),
+	}
+	if opts.overlay {
+		spec.Mode, spec.VNI, spec.Port, spec.SourceVIP = config.NetworkModeOverlay, 4096, 4789, netip.MustParseAddr("10.244.1.2")
+	}
+	local, err := dp.EnsureLocal(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	network, err := sim.GetNetworkByID(ctx, local.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw := &cni.NodeNetwork{
+		Mode: local.Mode, Name: local.Name, ID: local.ID,
+		PodCIDRs: local.PodCIDRs, Gateways: local.Gateways,
+		SourceVIP: local.SourceVIP, Reserved: local.Reserved, MTU: local.MTU,
+		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
+		NodeIPs:      []netip.Addr{local.NodeIP},
+		NodeSubnets:  local.NodeSubnets,
+		DNS:          cni.DNS{Nameservers: []string{"10.96.0.10"}},
+		EnableDSR:    opts.dsr,
+	}
 	w, err := hnsendpoint.New(hnsendpoint.Options{HNS: sim})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +106,7 @@ func newSimNode(t testing.TB, opts simNodeOptions) *simNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	n := &simNode{sim: sim, network: network, dir: dir, ipamDir: filepath.Join(dir, "ipam"), socket: filepath.Join(dir, "run", "cni.sock")}
+	n := &simNode{sim: sim, dataplane: dp, network: network, dir: dir, ipamDir: filepath.Join(dir, "ipam"), socket: filepath.Join(dir, "run", "cni.sock")}
 	n.server, err = cni.NewServer(cni.ServerOptions{SocketPath: n.socket, IPAMDir: n.ipamDir, Wiring: w})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ package cni_test
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/nodenet/nodenet/cni"
 	"github.com/nodenet/nodenet/cni/hnsendpoint"
 	"github.com/nodenet/nodenet/hns"
+	"github.com/nodenet/nodenet/overlay"
 )
 
 func TestWindowsPodOnSimulatedHNS(t *testing.T) {
@@ -103,6 +105,22 @@ func TestWindowsPodOnSimulatedHNS(t *testing.T) {
 		}
 		if len(tr.Deliveries) != 1 || tr.Deliveries[0].Packet.Src != "192.168.1.11" {
 			t.Errorf("trace:\n%s", tr)
+		}
+	})
+	t.Run("pod to a pod on another node is encapsulated to that node", func(t *testing.T) {
+		mac, _ := net.ParseMAC("0e:4e:c0:a8:01:0c")
+		remote := overlay.RemoteNode{Name: "win-b", NodeIP: netip.MustParseAddr("192.168.1.12"), VtepMAC: mac,
+			PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.2.0/24")}}
+		if _, err := node.dataplane.SyncRemotes(ctx, []overlay.RemoteNode{remote}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := sim.Trace(hns.FromEndpoint, hns.Packet{Protocol: hns.ProtocolTCP, Src: podIP, SrcPort: 40000, Dst: "10.244.2.7", DstPort: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Deliveries) != 1 || tr.Deliveries[0].Encap == nil || tr.Deliveries[0].Encap.ProviderAddress != "192.168.1.12" ||
+			tr.Deliveries[0].Packet.Src != podIP {
+			t.Errorf("trace:\n%s\nwant the pod's own address encapsulated to 192.168.1.12", tr)
 		}
 	})
 	t.Run("CHECK passes, then fails once the endpoint leaves the namespace", func(t *testing.T) {
