@@ -22,6 +22,9 @@ const (
 	// AnnotationPublicIPOverwrite is set by operators to force a node's
 	// public IP; flannel copies it into public-ip, and so do we on read.
 	AnnotationPublicIPOverwrite = annotationPrefix + "public-ip-overwrite"
+	// The IPv6 counterparts, for dual-stack host-gw (l2bridge) nodes.
+	AnnotationPublicIPv6          = annotationPrefix + "public-ipv6"
+	AnnotationPublicIPv6Overwrite = annotationPrefix + "public-ipv6-overwrite"
 )
 
 // flannel's backend-type values for our two modes.
@@ -43,6 +46,9 @@ func OwnAnnotations(local *LocalNetwork, vni uint32) (map[string]string, error) 
 	a := map[string]string{
 		AnnotationKubeSubnetManager: "true",
 		AnnotationPublicIP:          local.NodeIP.String(),
+	}
+	if local.NodeIPv6.IsValid() {
+		a[AnnotationPublicIPv6] = local.NodeIPv6.String()
 	}
 	switch local.Mode {
 	case "l2bridge":

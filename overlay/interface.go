@@ -63,6 +63,10 @@ type LocalSpec struct {
 	// provider address (Windows) in overlay mode, the next hop other
 	// nodes use to reach this node's pods in l2bridge mode.
 	NodeIP netip.Addr
+	// NodeIPv6 is this node's IPv6 underlay address when it runs IPv6 in
+	// l2bridge mode: the next hop of other nodes' routes to its IPv6 pod
+	// CIDR. Invalid otherwise.
+	NodeIPv6 netip.Addr
 	// ExternalInterface is the uplink adapter (network.externalInterface);
 	// empty means the one holding NodeIP.
 	ExternalInterface string
@@ -109,8 +113,10 @@ type LocalNetwork struct {
 	// VtepMAC is this node's VTEP MAC in overlay mode, published in
 	// flannel's backend-data annotation.
 	VtepMAC net.HardwareAddr
-	// NodeIP is the underlay address, published as flannel's public-ip.
-	NodeIP netip.Addr
+	// NodeIP is the underlay address, published as flannel's public-ip;
+	// NodeIPv6 the IPv6 one (public-ipv6), when the node has one.
+	NodeIP   netip.Addr
+	NodeIPv6 netip.Addr
 	// Uplink is the adapter NodeIP sits on; NodeSubnets its subnets.
 	Uplink      string
 	NodeSubnets []netip.Prefix
@@ -129,6 +135,10 @@ type RemoteNode struct {
 	// NodeIP is its underlay address: flannel's public-ip annotation
 	// (public-ip-overwrite first), else its InternalIP.
 	NodeIP netip.Addr
+	// NodeIPv6 is its IPv6 underlay address (flannel's public-ipv6, else
+	// an IPv6 InternalIP), the next hop to its IPv6 pod CIDR in l2bridge
+	// mode; invalid when it has none.
+	NodeIPv6 netip.Addr
 	// VtepMAC is its VTEP MAC from flannel's backend-data (overlay mode;
 	// a node without one cannot be reached through the overlay yet).
 	VtepMAC net.HardwareAddr

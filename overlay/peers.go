@@ -58,7 +58,7 @@ func RemoteFromNode(n *v1.Node, rules PeerRules) (RemoteNode, *PeerProblem) {
 	}
 	r.PodCIDRs = cidrs
 
-	ip, err := peerNodeIP(n)
+	ip, err := peerNodeIP(n, false)
 	if err != nil {
 		return problem(PeerMalformedAnnotation, "%v", err)
 	}
@@ -68,6 +68,13 @@ func RemoteFromNode(n *v1.Node, rules PeerRules) (RemoteNode, *PeerProblem) {
 	r.NodeIP = ip
 
 	if rules.Mode == config.NetworkModeL2Bridge {
+		if slices.ContainsFunc(r.PodCIDRs, func(p netip.Prefix) bool { return p.Addr().Is6() }) {
+			// Its IPv6 pods are reached via its IPv6 address; without one
+			// only its IPv4 pods are (the dataplane says so).
+			if r.NodeIPv6, err = peerNodeIP(n, true); err != nil {
+				return problem(PeerMalformedAnnotation, "%v", err)
+			}
+		}
 		if bt := n.Annotations[AnnotationBackendType]; bt != "" && bt != BackendHostGW {
 			return problem(PeerBackendMismatch, "runs backend %q but this node runs %q (l2bridge): its pods are unreachable from here until both use the same network mode", bt, BackendHostGW)
 		}
@@ -115,31 +122,42 @@ func PodCIDRsOf(n *v1.Node, families []config.IPFamily) ([]netip.Prefix, error) 
 	return out, nil
 }
 
-// peerNodeIP is the underlay address other nodes tunnel or route to.
-func peerNodeIP(n *v1.Node) (netip.Addr, error) {
-	for _, key := range []string{AnnotationPublicIPOverwrite, AnnotationPublicIP} {
+// peerNodeIP is the underlay address of one family other nodes tunnel or
+// route to: flannel's public-ip(v6) annotations (the overwrite first), else
+// the InternalIP.
+func peerNodeIP(n *v1.Node, ipv6 bool) (netip.Addr, error) {
+	keys := []string{AnnotationPublicIPOverwrite, AnnotationPublicIP}
+	family := "IPv4"
+	if ipv6 {
+		keys, family = []string{AnnotationPublicIPv6Overwrite, AnnotationPublicIPv6}, "IPv6"
+	}
+	for _, key := range keys {
 		s, ok := n.Annotations[key]
 		if !ok || s == "" {
 			continue
 		}
 		ip, err := netip.ParseAddr(s)
-		if err != nil || !ip.Is4() {
-			return netip.Addr{}, fmt.Errorf("%s %q is not an IPv4 address", key, s)
+		if err != nil || ip.Is6() != ipv6 || ip.Is4In6() {
+			return netip.Addr{}, fmt.Errorf("%s %q is not an %s address", key, s, family)
 		}
 		return ip, nil
 	}
-	return NodeInternalIPv4(n), nil
+	return NodeInternalIP(n, ipv6), nil
 }
 
 // NodeInternalIPv4 returns n's first IPv4 InternalIP (ExternalIP when it
 // has none), or the zero Addr.
-func NodeInternalIPv4(n *v1.Node) netip.Addr {
+func NodeInternalIPv4(n *v1.Node) netip.Addr { return NodeInternalIP(n, false) }
+
+// NodeInternalIP returns n's first InternalIP of the family (ExternalIP
+// when it has none), or the zero Addr.
+func NodeInternalIP(n *v1.Node, ipv6 bool) netip.Addr {
 	for _, t := range []v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP} {
 		for _, a := range n.Status.Addresses {
 			if a.Type != t {
 				continue
 			}
-			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is6() == ipv6 && !ip.Is4In6() {
 				return ip
 			}
 		}

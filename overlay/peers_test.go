@@ -93,6 +93,36 @@ func TestRemoteFromNode(t *testing.T) {
 				NodeIP: netip.MustParseAddr("192.168.77.12")},
 		},
 		{
+			name: "an l2bridge peer's IPv6 pod CIDR is reached via its IPv6 InternalIP",
+			node: func() *v1.Node {
+				n := peerNode(nil, "10.244.2.0/24", "fd00:10:244:2::/64")
+				n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00:77::12"})
+				return n
+			}(),
+			rules: l2bridge,
+			want: RemoteNode{Name: "n2", PodCIDRs: []netip.Prefix{
+				netip.MustParsePrefix("10.244.2.0/24"), netip.MustParsePrefix("fd00:10:244:2::/64")},
+				NodeIP: netip.MustParseAddr("192.168.77.12"), NodeIPv6: netip.MustParseAddr("fd00:77::12")},
+		},
+		{
+			name: "flannel's public-ipv6 wins over the IPv6 InternalIP",
+			node: func() *v1.Node {
+				n := peerNode(map[string]string{AnnotationPublicIPv6: "fd00:77::99"}, "10.244.2.0/24", "fd00:10:244:2::/64")
+				n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00:77::12"})
+				return n
+			}(),
+			rules: l2bridge,
+			want: RemoteNode{Name: "n2", PodCIDRs: []netip.Prefix{
+				netip.MustParsePrefix("10.244.2.0/24"), netip.MustParsePrefix("fd00:10:244:2::/64")},
+				NodeIP: netip.MustParseAddr("192.168.77.12"), NodeIPv6: netip.MustParseAddr("fd00:77::99")},
+		},
+		{
+			name:       "a public-ipv6 that is an IPv4 address is malformed",
+			node:       peerNode(map[string]string{AnnotationPublicIPv6: "192.168.77.12"}, "10.244.2.0/24", "fd00:10:244:2::/64"),
+			rules:      l2bridge,
+			wantReason: PeerMalformedAnnotation,
+		},
+		{
 			name:       "a node with a nil annotations map is not routable yet in overlay mode",
 			node:       peerNode(nil, "10.244.2.0/24"),
 			rules:      overlay,
@@ -203,6 +233,15 @@ func TestOwnAnnotationsRoundTripThroughRemoteFromNode(t *testing.T) {
 	t.Run("l2bridge publishes host-gw with null backend data", func(t *testing.T) {
 		a, err := OwnAnnotations(&LocalNetwork{Mode: config.NetworkModeL2Bridge, NodeIP: local.NodeIP}, 0)
 		if err != nil || a[AnnotationBackendType] != "host-gw" || a[AnnotationBackendData] != "null" {
+			t.Errorf("got %v, %v", a, err)
+		}
+		if _, ok := a[AnnotationPublicIPv6]; ok {
+			t.Errorf("an IPv4-only node published %s", AnnotationPublicIPv6)
+		}
+	})
+	t.Run("a dual-stack l2bridge node publishes its IPv6 address too", func(t *testing.T) {
+		a, err := OwnAnnotations(&LocalNetwork{Mode: config.NetworkModeL2Bridge, NodeIP: local.NodeIP, NodeIPv6: netip.MustParseAddr("fd00:77::11")}, 0)
+		if err != nil || a[AnnotationPublicIPv6] != "fd00:77::11" {
 			t.Errorf("got %v, %v", a, err)
 		}
 	})

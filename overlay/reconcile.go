@@ -114,7 +114,10 @@ func (c *Controller) localSpec(self *v1.Node) (LocalSpec, string, error) {
 		gw, _ := netaddr.AtOffset(p, config.GatewayOffset)
 		spec.Gateways = append(spec.Gateways, gw)
 	}
-	spec.NodeIP = c.nodeIP(self)
+	spec.NodeIP = c.nodeIP(self, false)
+	if spec.Mode == config.NetworkModeL2Bridge && slices.Contains(c.rules.Families, config.IPv6) {
+		spec.NodeIPv6 = c.nodeIP(self, true)
+	}
 	if !spec.NodeIP.IsValid() {
 		return LocalSpec{}, ReasonNoNodeIP, fmt.Errorf("Node %s has no IPv4 InternalIP and nodeIPOverride sets none: the network needs this node's underlay address", self.Name)
 	}
@@ -129,14 +132,14 @@ func (c *Controller) localSpec(self *v1.Node) (LocalSpec, string, error) {
 	return spec, "", nil
 }
 
-// nodeIP is the IPv4 nodeIPOverride, else the Node's InternalIP.
-func (c *Controller) nodeIP(self *v1.Node) netip.Addr {
+// nodeIP is the nodeIPOverride of the family, else the Node's InternalIP.
+func (c *Controller) nodeIP(self *v1.Node, ipv6 bool) netip.Addr {
 	for _, s := range c.opts.Config.NodeIPOverride {
-		if ip, err := netip.ParseAddr(s); err == nil && ip.Is4() {
+		if ip, err := netip.ParseAddr(s); err == nil && ip.Is6() == ipv6 {
 			return ip
 		}
 	}
-	return NodeInternalIPv4(self)
+	return NodeInternalIP(self, ipv6)
 }
 
 // setReady records local and hands it over when it is new or changed.
@@ -243,7 +246,7 @@ func meshRelevantChange(o, n *v1.Node) bool {
 		!reflect.DeepEqual(o.Status.Addresses, n.Status.Addresses) {
 		return true
 	}
-	for _, k := range []string{AnnotationBackendType, AnnotationBackendData, AnnotationPublicIP, AnnotationPublicIPOverwrite} {
+	for _, k := range []string{AnnotationBackendType, AnnotationBackendData, AnnotationPublicIP, AnnotationPublicIPOverwrite, AnnotationPublicIPv6, AnnotationPublicIPv6Overwrite} {
 		if o.Annotations[k] != n.Annotations[k] {
 			return true
 		}

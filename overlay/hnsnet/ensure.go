@@ -69,6 +69,7 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 		Reserved:    []netip.Addr{p.epIP},
 		MTU:         mtu(spec, up.Holder),
 		NodeIP:      spec.NodeIP,
+		NodeIPv6:    spec.NodeIPv6,
 		Uplink:      up.Name,
 		NodeSubnets: nodeSubnets(up.Holder),
 	}

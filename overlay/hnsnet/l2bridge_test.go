@@ -93,3 +93,46 @@ func TestL2BridgeHostRoutes(t *testing.T) {
 		})
 	}
 }
+
+// Dual-stack l2bridge adds fd00:10:244:1::/64 to this node, fd00:77::/64
+// on the host vNIC, and remote node fd00:10:244:2::/64 via fd00:77::12.
+func TestL2BridgeDualStackHostRoutes(t *testing.T) {
+	h := newHost(hns.Version{})
+	h.routes.SetInterfaces(hostroute.FakeInterface{Index: 12, Name: "vEthernet (Ethernet)", Prefixes: []netip.Prefix{
+		netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("fd00:77::/64")}})
+	spec := l2bridgeSpec()
+	spec.PodCIDRs = append(spec.PodCIDRs, netip.MustParsePrefix("fd00:10:244:1::/64"))
+	spec.Gateways = append(spec.Gateways, netip.MustParseAddr("fd00:10:244:1::1"))
+	spec.NodeIPv6 = netip.MustParseAddr("fd00:77::11")
+	n := h.agent(t)
+	if ln := mustEnsure(t, n, spec); ln.NodeIPv6 != spec.NodeIPv6 {
+		t.Errorf("NodeIPv6 %v not handed over", ln.NodeIPv6)
+	}
+	h.ads.attached = true
+	peer := overlay.RemoteNode{Name: "node-2", NodeIP: netip.MustParseAddr("192.168.1.12"), NodeIPv6: netip.MustParseAddr("fd00:77::12"),
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.2.0/24"), netip.MustParsePrefix("fd00:10:244:2::/64")}}
+	routesTo := func() []string {
+		list, _ := h.routes.List(ctx)
+		var out []string
+		for _, r := range list {
+			if r.Metric == RouteMetric {
+				out = append(out, r.Destination.String()+" via "+r.NextHop.String())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	res := mustSync(t, n, []overlay.RemoteNode{peer})
+	want := []string{"10.244.2.0/24 via 192.168.1.12", "fd00:10:244:2::/64 via fd00:77::12"}
+	if got := routesTo(); !slices.Equal(got, want) || res.Writes != 2 {
+		t.Errorf("routes %v in %d writes, want %v in 2", got, res.Writes, want)
+	}
+	t.Run("a peer that loses its IPv6 address loses only its IPv6 route", func(t *testing.T) {
+		peer.NodeIPv6 = netip.Addr{}
+		res := mustSync(t, n, []overlay.RemoteNode{peer})
+		if got := routesTo(); !slices.Equal(got, want[:1]) || res.Writes != 1 {
+			t.Errorf("routes %v in %d writes, want %v in 1", got, res.Writes, want[:1])
+		}
+	})
+}

@@ -33,30 +33,46 @@ type remoteRoute struct {
 	vtepMAC net.HardwareAddr
 }
 
-// wanted picks each remote's IPv4 pod CIDR, skipping (and naming in one
-// log line) nodes the mesh cannot reach yet and CIDRs that overlap ours or
-// an earlier node's.
-func (n *Network) wanted(remotes []overlay.RemoteNode, needMAC bool) map[netip.Prefix]remoteRoute {
+// wanted picks each remote's IPv4 pod CIDR (and in l2bridge mode its IPv6
+// one, via its IPv6 node IP), skipping (and naming in one log line) nodes
+// the mesh cannot reach yet and CIDRs that overlap ours or an earlier
+// node's.
+func (n *Network) wanted(remotes []overlay.RemoteNode, overlayMode bool) map[netip.Prefix]remoteRoute {
 	own := n.cur.plan.cidrs
 	out := make(map[netip.Prefix]remoteRoute, len(remotes))
 	var skipped []string
+	add := func(r overlay.RemoteNode, cidr netip.Prefix, via netip.Addr) {
+		if overlapsAny(cidr, own) {
+			skipped = append(skipped, fmt.Sprintf("%s (pod CIDR %s overlaps this node's)", r.Name, cidr))
+			return
+		}
+		if prev, dup := out[cidr]; dup {
+			skipped = append(skipped, fmt.Sprintf("%s (pod CIDR %s also claimed by %s)", r.Name, cidr, prev.node))
+			return
+		}
+		out[cidr] = remoteRoute{node: r.Name, cidr: cidr, nodeIP: via, vtepMAC: r.VtepMAC}
+	}
 	for _, r := range remotes {
-		cidr, ok := firstIPv4(r.PodCIDRs)
+		cidr, ok := firstOfFamily(r.PodCIDRs, false)
 		switch {
 		case !ok:
 			skipped = append(skipped, r.Name+" (no IPv4 pod CIDR)")
 		case !r.NodeIP.Is4():
 			skipped = append(skipped, r.Name+" (no IPv4 node IP)")
-		case needMAC && len(r.VtepMAC) != 6:
+		case overlayMode && len(r.VtepMAC) != 6:
 			skipped = append(skipped, r.Name+" (no VTEP MAC)")
-		case overlapsAny(cidr, own):
-			skipped = append(skipped, r.Name+" (pod CIDR overlaps this node's)")
 		default:
-			if prev, dup := out[cidr]; dup {
-				skipped = append(skipped, fmt.Sprintf("%s (pod CIDR %s also claimed by %s)", r.Name, cidr, prev.node))
-				continue
+			add(r, cidr, r.NodeIP)
+		}
+		if overlayMode {
+			continue // HNS overlay networks are IPv4 only
+		}
+		if cidr6, ok := firstOfFamily(r.PodCIDRs, true); ok {
+			if r.NodeIPv6.Is6() {
+				add(r, cidr6, r.NodeIPv6)
+			} else {
+				skipped = append(skipped, fmt.Sprintf("%s (IPv6 pod CIDR %s but no IPv6 node IP)", r.Name, cidr6))
 			}
-			out[cidr] = remoteRoute{node: r.Name, cidr: cidr, nodeIP: r.NodeIP, vtepMAC: r.VtepMAC}
 		}
 	}
 	if len(skipped) > 0 {
@@ -154,9 +170,9 @@ func sameRoute(r *hns.RemoteSubnetRoutePolicy, w remoteRoute, vni uint16) bool {
 	return err == nil && mac.String() == w.vtepMAC.String()
 }
 
-func firstIPv4(ps []netip.Prefix) (netip.Prefix, bool) {
+func firstOfFamily(ps []netip.Prefix, ipv6 bool) (netip.Prefix, bool) {
 	for _, p := range ps {
-		if p.Addr().Is4() {
+		if p.Addr().Is6() == ipv6 {
 			return p.Masked(), true
 		}
 	}

@@ -10,13 +10,13 @@ import (
 )
 
 // RouteMetric marks the host routes this package owns in l2bridge mode: a
-// route is ours when it is IPv4, leaves through the interface holding the
-// node IP, and has exactly this metric. Windows' own routes and
+// route is ours when it leaves through the interface holding the node IP
+// and has exactly this metric. Windows' own routes and
 // flannel's use other metrics, so SyncRemotes never deletes them.
 const RouteMetric uint32 = 3101
 
 // syncRoutes makes one host route per remote pod CIDR via that node's IP
-// (flannel host-gw's routes): one List read, one Add or Delete per change.
+// of the CIDR's family (flannel host-gw's routes): one List read, one Add or Delete per change.
 // A foreign route with the same destination, next hop and interface is
 // accepted as is (Windows would refuse a second one) and never deleted.
 func (n *Network) syncRoutes(ctx context.Context, remotes []overlay.RemoteNode) (overlay.SyncResult, error) {
@@ -34,7 +34,7 @@ func (n *Network) syncRoutes(ctx context.Context, remotes []overlay.RemoteNode) 
 	var stale []hostroute.Route
 	for _, r := range have {
 		present[r.Key()] = true
-		if r.Metric != RouteMetric || r.InterfaceIndex != ifIndex || !r.Destination.Addr().Is4() {
+		if r.Metric != RouteMetric || r.InterfaceIndex != ifIndex {
 			continue
 		}
 		w, ok := want[r.Destination.Masked()]

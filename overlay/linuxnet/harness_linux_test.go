@@ -128,6 +128,7 @@ type node struct {
 	*testNS
 	idx   int
 	ip    netip.Addr
+	ipv6  netip.Addr // dual-stack tests only
 	spec  overlay.LocalSpec
 	nw    *linuxnet.Network
 	local *overlay.LocalNetwork

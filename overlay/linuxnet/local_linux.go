@@ -67,6 +67,7 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 		Gateways:    slices.Clone(spec.Gateways),
 		MTU:         mtu,
 		NodeIP:      spec.NodeIP,
+		NodeIPv6:    spec.NodeIPv6,
 		Uplink:      st.uplink,
 		NodeSubnets: slices.Clone(up.subnets),
 	}

@@ -13,8 +13,8 @@ import (
 // peer is one remote pod subnet as the data plane needs it.
 type peer struct {
 	node   string
-	cidr   netip.Prefix // masked
-	nodeIP netip.Addr
+	cidr   netip.Prefix     // masked
+	nodeIP netip.Addr       // the VTEP (overlay) or next hop (l2bridge), of cidr's family
 	mac    net.HardwareAddr // overlay only
 }
 
@@ -23,7 +23,10 @@ type peer struct {
 func (p peer) gateway() netip.Addr { return p.cidr.Addr() }
 
 // planPeers turns remotes into the peers this node can reach, sorted by
-// CIDR, and logs each remote it has to skip and why.
+// CIDR, and logs each remote it has to skip and why. Overlay mode reaches
+// IPv4 pod CIDRs through the peer's VTEP; l2bridge mode reaches each pod
+// CIDR via the peer's node IP of the same family, which must be on the
+// uplink's subnet.
 func planPeers(log klog.Logger, st *localState, remotes []overlay.RemoteNode) []peer {
 	overlayMode := isOverlay(st.spec.Mode)
 	seen := make(map[netip.Prefix]string, len(remotes))
@@ -32,29 +35,33 @@ func planPeers(log klog.Logger, st *localState, remotes []overlay.RemoteNode) []
 		skip := func(reason string, kv ...any) {
 			log.Info("Skipping remote node: "+reason, append([]any{"node", r.Name}, kv...)...)
 		}
-		switch {
-		case !r.NodeIP.Is4():
-			skip("it has no IPv4 node IP", "nodeIP", r.NodeIP)
-			continue
-		case r.NodeIP == st.spec.NodeIP:
-			skip("it has this node's IP", "nodeIP", r.NodeIP)
-			continue
-		case overlayMode && len(r.VtepMAC) != 6:
+		if overlayMode && len(r.VtepMAC) != 6 {
 			// It appears once its agent publishes flannel's backend-data.
 			log.V(2).Info("Skipping remote node until it publishes its VTEP MAC", "node", r.Name)
-			continue
-		case !overlayMode && !onLink(st.subnets, r.NodeIP):
-			skip("host-gw (l2bridge) needs the node on the uplink's subnet", "nodeIP", r.NodeIP, "uplink", st.uplink, "subnets", st.subnets)
 			continue
 		}
 		for _, c := range r.PodCIDRs {
 			c = c.Masked()
-			if !c.Addr().Is4() {
-				// The only next hop we know (NodeIP, a VTEP) is IPv4.
-				log.V(2).Info("Skipping a non-IPv4 pod CIDR of a remote node", "node", r.Name, "podCIDR", c)
-				continue
+			via := r.NodeIP
+			if c.Addr().Is6() {
+				if overlayMode {
+					// The overlay (flannel's vxlan, HNS Overlay) is IPv4 only.
+					log.V(2).Info("Skipping an IPv6 pod CIDR of a remote node in overlay mode", "node", r.Name, "podCIDR", c)
+					continue
+				}
+				via = r.NodeIPv6
 			}
-			if slices.ContainsFunc(st.spec.PodCIDRs, c.Overlaps) {
+			switch {
+			case !via.IsValid() || via.Is6() != c.Addr().Is6():
+				skip("it has no node IP of its pod CIDR's family", "podCIDR", c, "nodeIP", r.NodeIP, "nodeIPv6", r.NodeIPv6)
+				continue
+			case via == st.spec.NodeIP || via == st.spec.NodeIPv6:
+				skip("it has this node's IP", "nodeIP", via)
+				continue
+			case !overlayMode && !onLink(st.subnets, via):
+				skip("host-gw (l2bridge) needs the node on the uplink's subnet", "nodeIP", via, "uplink", st.uplink, "subnets", st.subnets)
+				continue
+			case slices.ContainsFunc(st.spec.PodCIDRs, c.Overlaps):
 				skip("its pod CIDR overlaps this node's", "podCIDR", c)
 				continue
 			}
@@ -63,7 +70,7 @@ func planPeers(log klog.Logger, st *localState, remotes []overlay.RemoteNode) []
 				continue
 			}
 			seen[c] = r.Name
-			out = append(out, peer{node: r.Name, cidr: c, nodeIP: r.NodeIP, mac: slices.Clone(r.VtepMAC)})
+			out = append(out, peer{node: r.Name, cidr: c, nodeIP: via, mac: slices.Clone(r.VtepMAC)})
 		}
 	}
 	slices.SortFunc(out, func(a, b peer) int { return a.cidr.Addr().Compare(b.cidr.Addr()) })

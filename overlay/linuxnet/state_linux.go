@@ -37,7 +37,7 @@ type meshState struct {
 func (n *Network) readMesh(vxIndex int) (*meshState, error) {
 	st := &meshState{routes: map[netip.Prefix]netlink.Route{}, neighs: map[netip.Addr]netlink.Neigh{}, fdb: map[fdbKey]netlink.Neigh{}}
 	routes, err := dump(func() ([]netlink.Route, error) {
-		return n.nl.RouteListFiltered(netlink.FAMILY_V4,
+		return n.nl.RouteListFiltered(netlink.FAMILY_ALL,
 			&netlink.Route{Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN},
 			netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 	})
