@@ -125,7 +125,11 @@ func (s *nodeStatus) peerProblem(p *PeerProblem) {
 		return
 	}
 	s.log.Info("Warning: remote node not routed", "peer", p.Node, "reason", p.Reason, "problem", p.Message)
-	if p.Reason != PeerNoPodCIDR {
+	// Only misconfigurations become Events. A node that is still joining
+	// (no pod CIDR, address or annotations yet) is normal, and an Event
+	// from every other node about it would be N API writes per join.
+	switch p.Reason {
+	case PeerMalformedAnnotation, PeerVNIMismatch, PeerBackendMismatch:
 		s.recorder.Eventf(s.ref, v1.EventTypeWarning, p.Reason, "node %s: %s", p.Node, p.Message)
 	}
 }
