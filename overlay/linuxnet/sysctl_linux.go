@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 
-	"github.com/vishvananda/netns"
+	"github.com/nodenet/nodenet/internal/nsexec"
 )
 
 // Forwarding switches; the node routes between the bridge, the vxlan
@@ -43,33 +42,6 @@ func (n *Network) ensureSysctls(paths []string) error {
 	return nil
 }
 
-// inNS runs f on a locked OS thread inside the node namespace. /proc/sys/net
-// shows the namespace of the thread that opens it, so that thread has to
-// be there. A thread that cannot be switched back is never unlocked, so
-// the runtime discards it instead of reusing it in the wrong namespace.
-func (n *Network) inNS(f func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("open this thread's namespace: %w", err)
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(n.ns); err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("enter the node namespace: %w", err)
-			return
-		}
-		ferr := f()
-		if err := netns.Set(orig); err != nil {
-			done <- fmt.Errorf("return from the node namespace: %w", err)
-			return // thread stays locked and dies with the goroutine
-		}
-		runtime.UnlockOSThread()
-		done <- ferr
-	}()
-	return <-done
-}
+// inNS runs f inside the node namespace: /proc/sys/net shows the
+// namespace of the thread that opens it.
+func (n *Network) inNS(f func() error) error { return nsexec.Do(n.ns, f) }

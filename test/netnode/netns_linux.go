@@ -7,11 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/nodenet/nodenet/internal/nsexec"
 )
 
 // netnsDir is where `ip netns` keeps named namespaces.
@@ -61,32 +62,7 @@ func newNS(t testing.TB, name string) *NS {
 // that cannot be moved back stays locked to that goroutine, so the runtime
 // retires it with the goroutine instead of reusing it. fn must return
 // its failure rather than call t.Fatal (which would end that goroutine).
-func (ns *NS) Do(fn func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("get current netns: %w", err)
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns.Handle); err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("enter netns %s: %w", ns.Name, err)
-			return
-		}
-		ferr := fn()
-		if err := netns.Set(orig); err != nil {
-			done <- fmt.Errorf("leave netns %s: %w", ns.Name, err)
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- ferr
-	}()
-	return <-done
-}
+func (ns *NS) Do(fn func() error) error { return nsexec.Do(ns.Handle, fn) }
 
 // Command returns cmd to run inside the namespace (through `ip netns
 // exec`, which execs in place, so the process is cmd's own).
