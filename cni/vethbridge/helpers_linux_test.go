@@ -36,6 +36,7 @@ import (
 
 	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/internal/testroot"
 )
 
@@ -144,7 +145,7 @@ func newNode(tb testing.TB, o nodeOptions) *testNode {
 			if gw.Is6() && o.noGateway6 {
 				continue
 			}
-			addr := &netlink.Addr{IPNet: ptr(prefixToIPNet(netip.PrefixFrom(gw, nw.PodCIDRs[i].Bits())))}
+			addr := &netlink.Addr{IPNet: netaddr.IPNet(netip.PrefixFrom(gw, nw.PodCIDRs[i].Bits()))}
 			if gw.Is6() {
 				addr.Flags = unix.IFA_F_NODAD // usable at once, like a settled gateway
 			}
@@ -385,8 +386,6 @@ func addVeth(name, peer, alias, master string) error {
 	}
 	return nil
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func mustContain(tb testing.TB, err error, want string) {
 	tb.Helper()

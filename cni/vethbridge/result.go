@@ -12,6 +12,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/internal/netaddr"
 )
 
 // Indexes of the interfaces in the result Add returns.
@@ -151,7 +152,7 @@ func buildResult(nw *cni.NodeNetwork, pod *cni.Pod, hostMAC, podMAC string) *cur
 	for _, a := range pod.Addresses {
 		res.IPs = append(res.IPs, &current.IPConfig{
 			Interface: current.Int(podIfaceIndex),
-			Address:   prefixToIPNet(a.IP),
+			Address:   *netaddr.IPNet(a.IP),
 			Gateway:   net.IP(a.Gateway.AsSlice()),
 		})
 	}
@@ -171,35 +172,12 @@ func buildResult(nw *cni.NodeNetwork, pod *cni.Pod, hostMAC, podMAC string) *cur
 	return res
 }
 
-// prefixToIPNet converts an address with its prefix length (not masked).
-func prefixToIPNet(p netip.Prefix) net.IPNet {
-	return net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
-}
-
 // defaultDst is the default route's destination in gw's family.
 func defaultDst(gw netip.Addr) net.IPNet {
 	if gw.Is4() {
 		return net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
 	}
 	return net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
-}
-
-// ipNetToPrefix converts a kernel address (IP and mask) to a prefix
-// holding the unmasked address; ok is false when it isn't one.
-func ipNetToPrefix(n *net.IPNet) (netip.Prefix, bool) {
-	if n == nil {
-		return netip.Prefix{}, false
-	}
-	ip, ok := netip.AddrFromSlice(n.IP)
-	if !ok {
-		return netip.Prefix{}, false
-	}
-	ip = ip.Unmap()
-	ones, bits := n.Mask.Size()
-	if bits != ip.BitLen() {
-		return netip.Prefix{}, false
-	}
-	return netip.PrefixFrom(ip, ones), true
 }
 
 // prevDrift compares the result of the earlier ADD with what the pod's
@@ -216,7 +194,7 @@ func prevDrift(pod *cni.Pod, prev *current.Result) []string {
 	}
 	got := map[netip.Prefix]bool{}
 	for _, ipc := range prev.IPs {
-		p, ok := ipNetToPrefix(&ipc.Address)
+		p, ok := netaddr.FromIPNet(&ipc.Address)
 		if !ok {
 			drift = append(drift, fmt.Sprintf("prevResult has an invalid address %v", ipc.Address.String()))
 			continue

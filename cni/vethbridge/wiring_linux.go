@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/internal/netaddr"
 )
 
 // agentNetNS is the agent's own netns: the main thread's, whatever netns
@@ -95,7 +96,7 @@ func (w *Wiring) Ready(ctx context.Context, nw *cni.NodeNetwork) error {
 		}
 		flags := map[netip.Addr]int{}
 		for _, a := range addrs {
-			if p, ok := ipNetToPrefix(a.IPNet); ok {
+			if p, ok := netaddr.FromIPNet(a.IPNet); ok {
 				flags[p.Addr()] = a.Flags
 			}
 		}
@@ -549,7 +550,7 @@ func inspectPod(st *state, nw *cni.NodeNetwork, pod *cni.Pod) error {
 	}
 	have := map[netip.Prefix]bool{}
 	for _, a := range addrs {
-		p, ok := ipNetToPrefix(a.IPNet)
+		p, ok := netaddr.FromIPNet(a.IPNet)
 		if !ok {
 			continue
 		}

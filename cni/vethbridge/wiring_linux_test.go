@@ -28,6 +28,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/internal/netaddr"
 )
 
 func TestAddConnectsPodsWithRealPackets(t *testing.T) {
@@ -129,7 +130,7 @@ func wantResult(nw *cni.NodeNetwork, pod *cni.Pod, host, cont netlink.Link) *cur
 		DNS: types.DNS{Nameservers: []string{"10.96.0.10"}, Search: []string{"svc.cluster.local"}},
 	}
 	for _, a := range pod.Addresses {
-		res.IPs = append(res.IPs, &current.IPConfig{Interface: current.Int(1), Address: prefixToIPNet(a.IP), Gateway: a.Gateway.AsSlice()})
+		res.IPs = append(res.IPs, &current.IPConfig{Interface: current.Int(1), Address: *netaddr.IPNet(a.IP), Gateway: a.Gateway.AsSlice()})
 		dst := net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
 		if a.IP.Addr().Is4() {
 			dst = net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
@@ -194,7 +195,7 @@ func TestAddReplacesStaleWiring(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					return netlink.AddrDel(l, &netlink.Addr{IPNet: ptr(prefixToIPNet(pod.Addresses[0].IP))})
+					return netlink.AddrDel(l, &netlink.Addr{IPNet: netaddr.IPNet(pod.Addresses[0].IP)})
 				})
 			},
 		},
@@ -366,14 +367,14 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a removed address is reported",
 			drift: inPod(func(pod *cni.Pod, l netlink.Link) error {
-				return netlink.AddrDel(l, &netlink.Addr{IPNet: ptr(prefixToIPNet(pod.Addresses[1].IP))})
+				return netlink.AddrDel(l, &netlink.Addr{IPNet: netaddr.IPNet(pod.Addresses[1].IP)})
 			}),
 			wantErr: "address fd00:10:244:1::a/64 missing on eth0",
 		},
 		{
 			name: "an extra address is reported",
 			drift: inPod(func(pod *cni.Pod, l netlink.Link) error {
-				return netlink.AddrAdd(l, &netlink.Addr{IPNet: ptr(prefixToIPNet(podIP(podCIDR4, 99)))})
+				return netlink.AddrAdd(l, &netlink.Addr{IPNet: netaddr.IPNet(podIP(podCIDR4, 99))})
 			}),
 			wantErr: "unexpected address 10.244.1.109/24",
 		},
@@ -405,7 +406,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a prevResult with another address is reported",
 			drift: func(_ *testing.T, _ *cni.Pod, _ ns.NetNS, prev *current.Result) {
-				prev.IPs[0].Address = prefixToIPNet(podIP(podCIDR4, 50))
+				prev.IPs[0].Address = *netaddr.IPNet(podIP(podCIDR4, 50))
 			},
 			wantErr: "prevResult address 10.244.1.60/24 is not the pod's",
 		},

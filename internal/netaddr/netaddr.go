@@ -1,8 +1,12 @@
 // Package netaddr holds the address arithmetic on pod CIDRs that the
-// config (source VIP, gateway checks) and IPAM (reservations) share.
+// config (source VIP, gateway checks) and IPAM (reservations) share, and
+// the netip <-> net.IPNet conversions the dataplanes and CNI results need.
 package netaddr
 
-import "net/netip"
+import (
+	"net"
+	"net/netip"
+)
 
 // Last returns the highest address in p (the IPv4 broadcast address).
 func Last(p netip.Prefix) netip.Addr {
@@ -31,4 +35,29 @@ func AtOffset(p netip.Prefix, offset int) (netip.Addr, bool) {
 // /32 have none, nor does IPv6).
 func IsBroadcast(p netip.Prefix, a netip.Addr) bool {
 	return a.Is4() && p.Bits() < 31 && a == Last(p)
+}
+
+// IPNet converts p (an address with its prefix length, host bits kept) to
+// the net.IPNet the kernel and CNI types use.
+func IPNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// FromIPNet converts a kernel or OS address (IP and mask) to a prefix
+// holding the unmasked address; ok is false when it isn't one (nil, a
+// bad IP, or a mask of the other family).
+func FromIPNet(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	ip, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ip = ip.Unmap()
+	ones, bits := n.Mask.Size()
+	if bits != ip.BitLen() {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(ip, ones), true
 }

@@ -4,6 +4,7 @@ package netaddr
 // fd00:10:244:1::/64.
 
 import (
+	"net"
 	"net/netip"
 	"testing"
 )
@@ -66,5 +67,38 @@ func TestIsBroadcast(t *testing.T) {
 		if got := IsBroadcast(netip.MustParsePrefix(tt.prefix), netip.MustParseAddr(tt.addr)); got != tt.want {
 			t.Errorf("IsBroadcast(%s, %s) = %v, want %v", tt.prefix, tt.addr, got, tt.want)
 		}
+	}
+}
+
+func TestIPNetRoundTrip(t *testing.T) {
+	for _, s := range []string{"10.244.1.7/24", "10.244.1.0/24", "fd00:10:244:1::9/64", "0.0.0.0/0"} {
+		t.Run(s+" survives net.IPNet with its host bits", func(t *testing.T) {
+			p := netip.MustParsePrefix(s)
+			n := IPNet(p)
+			if n.String() != s {
+				t.Errorf("IPNet = %s", n)
+			}
+			got, ok := FromIPNet(n)
+			if !ok || got != p {
+				t.Errorf("FromIPNet = %v, %t; want %v", got, ok, p)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		in   *net.IPNet
+		want string
+	}{
+		{"a 16-byte IPv4 address with an IPv4 mask is IPv4", &net.IPNet{IP: net.ParseIP("10.244.1.7"), Mask: net.CIDRMask(24, 32)}, "10.244.1.7/24"},
+		{"nil is not an address", nil, ""},
+		{"an IPv4 address with an IPv6 mask is not one", &net.IPNet{IP: net.ParseIP("10.244.1.7").To4(), Mask: net.CIDRMask(24, 128)}, ""},
+		{"a truncated IP is not one", &net.IPNet{IP: net.IP{10, 244}, Mask: net.CIDRMask(16, 32)}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := FromIPNet(tt.in)
+			if (tt.want == "") != !ok || (ok && got.String() != tt.want) {
+				t.Errorf("FromIPNet = %v, %t; want %q", got, ok, tt.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodenet/nodenet/hns"
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/hostroute"
 )
@@ -85,18 +86,9 @@ func SystemAdapters(context.Context) ([]Adapter, error) {
 			return nil, err
 		}
 		for _, x := range addrs {
-			ipn, ok := x.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			ip, ok := netip.AddrFromSlice(ipn.IP)
-			if !ok {
-				continue
-			}
-			ones, _ := ipn.Mask.Size()
-			ip = ip.Unmap()
-			if p, err := ip.Prefix(ones); err == nil {
-				a.IPs = append(a.IPs, netip.PrefixFrom(ip, p.Bits()))
+			ipn, _ := x.(*net.IPNet)
+			if p, ok := netaddr.FromIPNet(ipn); ok {
+				a.IPs = append(a.IPs, p)
 			}
 		}
 		out = append(out, a)

@@ -5,28 +5,9 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/nodenet/nodenet/internal/netaddr"
 )
-
-// prefixOf converts a netlink address to a netip.Prefix (host bits kept).
-func prefixOf(ipn *net.IPNet) (netip.Prefix, bool) {
-	if ipn == nil {
-		return netip.Prefix{}, false
-	}
-	a, ok := netip.AddrFromSlice(ipn.IP)
-	if !ok {
-		return netip.Prefix{}, false
-	}
-	ones, _ := ipn.Mask.Size()
-	return netip.PrefixFrom(a.Unmap(), ones), true
-}
-
-func ipNet(p netip.Prefix) *net.IPNet {
-	bits := 32
-	if p.Addr().Is6() {
-		bits = 128
-	}
-	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), bits)}
-}
 
 func ipOf(a netip.Addr) net.IP { return net.IP(a.AsSlice()) }
 
@@ -39,7 +20,7 @@ func addrOf(ip net.IP) netip.Addr {
 func addrSet(addrs []netlink.Addr) map[netip.Prefix]bool {
 	set := make(map[netip.Prefix]bool, len(addrs))
 	for _, a := range addrs {
-		if p, ok := prefixOf(a.IPNet); ok {
+		if p, ok := netaddr.FromIPNet(a.IPNet); ok {
 			set[p] = true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 )
 
@@ -80,7 +81,7 @@ func (n *Network) ensureBridge(spec overlay.LocalSpec, have netlink.Link, replac
 		if present[p] {
 			continue
 		}
-		a := &netlink.Addr{IPNet: ipNet(p)}
+		a := &netlink.Addr{IPNet: netaddr.IPNet(p)}
 		if p.Addr().Is6() {
 			a.Flags = unix.IFA_F_NODAD // the gateway must work at once
 		}

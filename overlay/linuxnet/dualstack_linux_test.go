@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 )
 
@@ -36,7 +37,7 @@ func (n *node) dualStack(tb testing.TB) netip.Addr {
 // it is usable at once.
 func (t *testNS) addAddr6(tb testing.TB, name string, p netip.Prefix) {
 	tb.Helper()
-	if err := t.nl.AddrAdd(t.link(tb, name), &netlink.Addr{IPNet: prefixNet(p), Flags: unix.IFA_F_NODAD}); err != nil {
+	if err := t.nl.AddrAdd(t.link(tb, name), &netlink.Addr{IPNet: netaddr.IPNet(p), Flags: unix.IFA_F_NODAD}); err != nil {
 		tb.Fatalf("add %s to %s: %v", p, name, err)
 	}
 }
@@ -49,7 +50,7 @@ func (n *node) addPod6(tb testing.TB, p *pod) netip.Addr {
 	b[15] = p.ip.As4()[3]
 	ip := netip.AddrFrom16(b)
 	p.addAddr6(tb, "eth0", netip.PrefixFrom(ip, cidr.Bits()))
-	route := &netlink.Route{Dst: prefixNet(netip.MustParsePrefix("::/0")), Gw: gw.AsSlice(), LinkIndex: p.link(tb, "eth0").Attrs().Index}
+	route := &netlink.Route{Dst: netaddr.IPNet(netip.MustParsePrefix("::/0")), Gw: gw.AsSlice(), LinkIndex: p.link(tb, "eth0").Attrs().Index}
 	if err := p.nl.RouteAdd(route); err != nil {
 		tb.Fatalf("pod IPv6 default route: %v", err)
 	}
@@ -77,7 +78,7 @@ func TestL2BridgeDualStackRoutesBothFamilies(t *testing.T) {
 	pa6, pb6 := a.addPod6(t, pa), b.addPod6(t, pb)
 
 	t.Run("the IPv6 pod CIDR is routed via the peer's IPv6 node IP", func(t *testing.T) {
-		routes, err := a.nl.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Dst: prefixNet(b.spec.PodCIDRs[1])}, netlink.RT_FILTER_DST)
+		routes, err := a.nl.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Dst: netaddr.IPNet(b.spec.PodCIDRs[1])}, netlink.RT_FILTER_DST)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/internal/testroot"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/linuxnet"
@@ -88,7 +89,7 @@ func (t *testNS) setUp(tb testing.TB, name string) {
 
 func (t *testNS) addAddr(tb testing.TB, name string, p netip.Prefix) {
 	tb.Helper()
-	if err := t.nl.AddrAdd(t.link(tb, name), &netlink.Addr{IPNet: prefixNet(p)}); err != nil {
+	if err := t.nl.AddrAdd(t.link(tb, name), &netlink.Addr{IPNet: netaddr.IPNet(p)}); err != nil {
 		tb.Fatalf("add %v to %s: %v", p, name, err)
 	}
 }
@@ -283,12 +284,4 @@ func dial(tb testing.TB, in *testNS, addr netip.AddrPort) net.Conn {
 	}
 	tb.Cleanup(func() { c.Close() })
 	return c
-}
-
-func prefixNet(p netip.Prefix) *net.IPNet {
-	bits := 32
-	if p.Addr().Is6() {
-		bits = 128
-	}
-	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), bits)}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 )
 
@@ -70,7 +71,7 @@ type wantedPeer struct {
 
 func (n *Network) wanted(p peer, vxIndex int) wantedPeer {
 	w := wantedPeer{peer: p, route: netlink.Route{
-		Dst:      ipNet(p.cidr),
+		Dst:      netaddr.IPNet(p.cidr),
 		Protocol: RouteProtocol,
 		Table:    unix.RT_TABLE_MAIN,
 		Scope:    netlink.SCOPE_UNIVERSE,

@@ -7,6 +7,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/nodenet/nodenet/internal/netaddr"
 )
 
 // RouteProtocol is the rtm_protocol of every route linuxnet adds (0x4e,
@@ -45,7 +47,7 @@ func (n *Network) readMesh(vxIndex int) (*meshState, error) {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
 	for _, r := range routes {
-		if p, ok := prefixOf(r.Dst); ok {
+		if p, ok := netaddr.FromIPNet(r.Dst); ok {
 			st.routes[p] = r
 		}
 	}

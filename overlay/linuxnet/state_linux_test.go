@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/linuxnet"
 )
@@ -223,7 +224,7 @@ func TestOverlayState(t *testing.T) {
 		}
 	})
 	t.Run("someone else's route survives a sync", func(t *testing.T) {
-		foreign := &netlink.Route{Dst: prefixNet(netip.MustParsePrefix("10.250.0.0/16")), Gw: net.ParseIP("172.30.0.1"), LinkIndex: a.link(t, "eth0").Attrs().Index}
+		foreign := &netlink.Route{Dst: netaddr.IPNet(netip.MustParsePrefix("10.250.0.0/16")), Gw: net.ParseIP("172.30.0.1"), LinkIndex: a.link(t, "eth0").Attrs().Index}
 		if err := a.nl.RouteAdd(foreign); err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +245,7 @@ func TestOverlayState(t *testing.T) {
 			t.Fatalf("Check on a correct node: %v", err)
 		}
 		br := a.link(t, bridgeName)
-		if err := a.nl.AddrDel(br, &netlink.Addr{IPNet: prefixNet(netip.MustParsePrefix("10.244.1.1/24"))}); err != nil {
+		if err := a.nl.AddrDel(br, &netlink.Addr{IPNet: netaddr.IPNet(netip.MustParsePrefix("10.244.1.1/24"))}); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.nw.Check(context.Background()); err == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 )
 
@@ -40,7 +41,7 @@ func (n *Network) findUplink(spec overlay.LocalSpec) (*uplink, error) {
 			return nil, fmt.Errorf("list addresses: %w", err)
 		}
 		for _, a := range addrs {
-			if p, ok := prefixOf(a.IPNet); ok && p.Addr() == spec.NodeIP {
+			if p, ok := netaddr.FromIPNet(a.IPNet); ok && p.Addr() == spec.NodeIP {
 				if link, err = n.nl.LinkByIndex(a.LinkIndex); err != nil {
 					return nil, fmt.Errorf("read the link holding %v: %w", spec.NodeIP, err)
 				}
@@ -58,7 +59,7 @@ func (n *Network) findUplink(spec overlay.LocalSpec) (*uplink, error) {
 	up := &uplink{link: link}
 	holds := false
 	for _, a := range addrs {
-		p, ok := prefixOf(a.IPNet)
+		p, ok := netaddr.FromIPNet(a.IPNet)
 		if !ok || p.Addr().IsLinkLocalUnicast() {
 			continue
 		}

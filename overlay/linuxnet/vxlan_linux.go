@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 )
 
@@ -130,7 +131,7 @@ func (n *Network) ensureOnlyV4Address(l netlink.Link, want netip.Prefix) error {
 	}
 	found := false
 	for _, a := range addrs {
-		p, ok := prefixOf(a.IPNet)
+		p, ok := netaddr.FromIPNet(a.IPNet)
 		if ok && p == want {
 			found = true
 			continue
@@ -142,7 +143,7 @@ func (n *Network) ensureOnlyV4Address(l netlink.Link, want netip.Prefix) error {
 	if found {
 		return nil
 	}
-	if err := n.writing.addrAdd(l, &netlink.Addr{IPNet: ipNet(want)}); err != nil {
+	if err := n.writing.addrAdd(l, &netlink.Addr{IPNet: netaddr.IPNet(want)}); err != nil {
 		return fmt.Errorf("add %v to %s: %w", want, l.Attrs().Name, err)
 	}
 	return nil

@@ -2,13 +2,13 @@ package netnode
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/internal/testroot"
 )
 
@@ -128,7 +128,7 @@ func (e *Env) buildUnderlay(t testing.TB) error {
 	if err != nil {
 		return err
 	}
-	addr := &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(e.HostIP, e.Subnet.Bits()))}
+	addr := &netlink.Addr{IPNet: netaddr.IPNet(netip.PrefixFrom(e.HostIP, e.Subnet.Bits()))}
 	if err := netlink.AddrAdd(host, addr); err != nil {
 		return fmt.Errorf("address %s: %w", addr, err)
 	}
@@ -163,8 +163,4 @@ func (e *Env) Node(name string) *Node {
 		}
 	}
 	return nil
-}
-
-func ipNet(p netip.Prefix) *net.IPNet {
-	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }

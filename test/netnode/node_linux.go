@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/nodenet/nodenet/internal/netaddr"
 )
 
 // Node is a node's network namespace with eth0 on the underlay.
@@ -78,7 +80,7 @@ func (n *Node) setup(host int) error {
 		if err != nil {
 			return err
 		}
-		if err := netlink.AddrAdd(eth0, &netlink.Addr{IPNet: ipNet(n.Prefix)}); err != nil {
+		if err := netlink.AddrAdd(eth0, &netlink.Addr{IPNet: netaddr.IPNet(n.Prefix)}); err != nil {
 			return fmt.Errorf("address eth0: %w", err)
 		}
 		return netlink.LinkSetUp(eth0)
