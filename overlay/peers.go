@@ -101,12 +101,8 @@ func RemoteFromNode(n *v1.Node, rules PeerRules) (RemoteNode, *PeerProblem) {
 // PodCIDRsOf returns n's pod CIDRs of the given families, in the order the
 // Node lists them.
 func PodCIDRsOf(n *v1.Node, families []config.IPFamily) ([]netip.Prefix, error) {
-	raw := n.Spec.PodCIDRs
-	if len(raw) == 0 && n.Spec.PodCIDR != "" {
-		raw = []string{n.Spec.PodCIDR}
-	}
 	var out []netip.Prefix
-	for _, s := range raw {
+	for _, s := range rawPodCIDRs(n) {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return nil, fmt.Errorf("spec.podCIDRs: %q is not a CIDR", s)
@@ -120,6 +116,15 @@ func PodCIDRsOf(n *v1.Node, families []config.IPFamily) ([]netip.Prefix, error) 
 		}
 	}
 	return out, nil
+}
+
+// rawPodCIDRs is spec.podCIDRs, or spec.podCIDR on objects from before
+// dual-stack.
+func rawPodCIDRs(n *v1.Node) []string {
+	if len(n.Spec.PodCIDRs) == 0 && n.Spec.PodCIDR != "" {
+		return []string{n.Spec.PodCIDR}
+	}
+	return n.Spec.PodCIDRs
 }
 
 // peerNodeIP is the underlay address of one family other nodes tunnel or
@@ -144,10 +149,6 @@ func peerNodeIP(n *v1.Node, ipv6 bool) (netip.Addr, error) {
 	}
 	return NodeInternalIP(n, ipv6), nil
 }
-
-// NodeInternalIPv4 returns n's first IPv4 InternalIP (ExternalIP when it
-// has none), or the zero Addr.
-func NodeInternalIPv4(n *v1.Node) netip.Addr { return NodeInternalIP(n, false) }
 
 // NodeInternalIP returns n's first InternalIP of the family (ExternalIP
 // when it has none), or the zero Addr.

@@ -81,10 +81,7 @@ func (c *Controller) reconcile(ctx context.Context) error {
 // says (reason, error) why the network cannot be built yet.
 func (c *Controller) localSpec(self *v1.Node) (LocalSpec, string, error) {
 	cfg := c.opts.Config
-	raw := self.Spec.PodCIDRs
-	if len(raw) == 0 && self.Spec.PodCIDR != "" {
-		raw = []string{self.Spec.PodCIDR}
-	}
+	raw := rawPodCIDRs(self)
 	if len(raw) == 0 {
 		return LocalSpec{}, ReasonNoPodCIDR, fmt.Errorf("Node %s has no spec.podCIDRs yet: waiting for kube-controller-manager (--allocate-node-cidrs) to assign one; pods can't start until then", self.Name)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodenet/nodenet/cni/hnsendpoint"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 )
@@ -428,5 +429,13 @@ func TestAdoptedOverlayNetworkWithoutHostRouteGetsIt(t *testing.T) {
 	ln := mustEnsure(t, h.agent(t), overlaySpec())
 	if ln.Writes != 1 || ln.ID != nw.ID {
 		t.Errorf("adoption made %d writes on network %s, want 1 (the HostRoute policy) on %s", ln.Writes, ln.ID, nw.ID)
+	}
+}
+
+// The pod-endpoint prefix is cni/hnsendpoint's; hnsnet keeps a copy so the
+// node network does not link the CNI server, and this keeps them equal.
+func TestPodEndpointPrefixIsHNSEndpoints(t *testing.T) {
+	if podEndpointPrefix != hnsendpoint.NamePrefix {
+		t.Errorf("podEndpointPrefix %q, cni/hnsendpoint names pods %q", podEndpointPrefix, hnsendpoint.NamePrefix)
 	}
 }

@@ -136,7 +136,7 @@ func (p *plan) desiredNetwork(adapter string) *hns.Network {
 	n.Ipams = []hns.IPAM{{Type: "Static", Subnets: subnets}}
 	if p.netType == hns.NetworkTypeOverlay {
 		// Like flannel: the network goes with the HNS service; the
-		// controller's Check notices and EnsureLocal builds it again.
+		// controller's next resync runs EnsureLocal, which builds it again.
 		n.Flags = hns.NetworkFlagsEnableNonPersistent
 		if p.port != DefaultVXLANPort {
 			n.Policies = append(n.Policies, hns.NetworkPolicy{Type: hns.NetworkPolicyVxlanPort, VxlanPort: &hns.VxlanPortPolicy{Port: p.port}})
