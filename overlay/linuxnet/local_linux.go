@@ -34,7 +34,7 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 			mtu -= overlay.VXLANOverhead
 		}
 	}
-	st := &localState{spec: spec, mtu: mtu, uplink: up.link.Attrs().Name, upIndex: up.link.Attrs().Index, subnets: up.subnets}
+	st := &localState{spec: spec, uplink: up.link.Attrs().Name, upIndex: up.link.Attrs().Index, subnets: up.subnets}
 
 	br, replaceBr, err := n.inspectBridge(spec)
 	if err != nil {
@@ -44,9 +44,8 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 	var vx netlink.Link
 	replaceVx := false
 	if isOverlay(spec.Mode) {
-		st.ownPodV4 = firstV4(spec.PodCIDRs)
 		st.vxlan = VXLANDeviceName(spec.Name, spec.VNI)
-		st.vxlanIP = netip.PrefixFrom(st.ownPodV4.Masked().Addr(), 32)
+		st.vxlanIP = netip.PrefixFrom(firstV4(spec.PodCIDRs).Masked().Addr(), 32)
 		vw = vxlanWant{name: st.vxlan, vni: spec.VNI, port: spec.Port, local: spec.NodeIP, uplink: up.link, address: st.vxlanIP}
 		if vx, replaceVx, err = n.inspectVXLAN(vw, spec.AllowRecreate); err != nil {
 			return nil, err

@@ -36,14 +36,12 @@ type Network struct {
 
 // localState is what EnsureLocal settled, for SyncRemotes and Check.
 type localState struct {
-	spec     overlay.LocalSpec
-	mtu      int
-	uplink   string
-	upIndex  int
-	subnets  []netip.Prefix
-	vxlan    string // empty in l2bridge mode
-	vxlanIP  netip.Prefix
-	ownPodV4 netip.Prefix
+	spec    overlay.LocalSpec
+	uplink  string
+	upIndex int
+	subnets []netip.Prefix
+	vxlan   string // empty in l2bridge mode
+	vxlanIP netip.Prefix
 }
 
 var _ overlay.Interface = (*Network)(nil)
