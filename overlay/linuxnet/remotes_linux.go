@@ -1,11 +1,14 @@
 package linuxnet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -109,7 +112,7 @@ func (n *Network) removeStale(ctx context.Context, want []wantedPeer, have *mesh
 			fdb[w.key] = true
 		}
 	}
-	for _, p := range sortedKeys(have.routes, netip.Prefix.Compare) {
+	for _, p := range slices.SortedFunc(maps.Keys(have.routes), netip.Prefix.Compare) {
 		if routes[p] {
 			continue
 		}
@@ -123,7 +126,7 @@ func (n *Network) removeStale(ctx context.Context, want []wantedPeer, have *mesh
 			return err
 		}
 	}
-	for _, a := range sortedKeys(have.neighs, netip.Addr.Compare) {
+	for _, a := range slices.SortedFunc(maps.Keys(have.neighs), netip.Addr.Compare) {
 		e := have.neighs[a]
 		if neighs[a] || e.State&(netlink.NUD_PERMANENT|netlink.NUD_NOARP) == 0 {
 			continue // wanted, or the kernel's own transient entry
@@ -132,7 +135,7 @@ func (n *Network) removeStale(ctx context.Context, want []wantedPeer, have *mesh
 			return fmt.Errorf("delete stale neighbour %v: %w", a, err)
 		}
 	}
-	for _, k := range sortedKeys(have.fdb, compareFDB) {
+	for _, k := range slices.SortedFunc(maps.Keys(have.fdb), compareFDB) {
 		if fdb[k] {
 			continue
 		}
@@ -202,23 +205,5 @@ func tick(ctx context.Context, writes int) error {
 }
 
 func compareFDB(a, b fdbKey) int {
-	if c := a.ip.Compare(b.ip); c != 0 {
-		return c
-	}
-	switch {
-	case a.mac < b.mac:
-		return -1
-	case a.mac > b.mac:
-		return 1
-	}
-	return 0
-}
-
-func sortedKeys[K comparable, V any](m map[K]V, cmp func(K, K) int) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, cmp)
-	return keys
+	return cmp.Or(a.ip.Compare(b.ip), strings.Compare(a.mac, b.mac))
 }
