@@ -100,8 +100,9 @@ type ServicePort struct {
 	// HealthCheckNodePort serves this node's local endpoint count for
 	// eTP Local LoadBalancer services; 0 when none.
 	HealthCheckNodePort uint16
-	// PreserveDestination is the service.kubernetes.io/preserve-destination
-	// annotation: HNS skips DNAT (needs DSR).
+	// PreserveDestination is the Service annotation
+	// `preserve-destination: "true"` (the unprefixed key Windows documents
+	// and kube-proxy winkernel reads): HNS skips DNAT (needs DSR).
 	PreserveDestination bool
 	// InternalPolicyLocal and ExternalPolicyLocal are iTP/eTP Local.
 	InternalPolicyLocal bool
