@@ -1,0 +1,359 @@
+package source
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// objectKind orders deliveries: the Node first (its zone decides topology),
+// then Services, then their EndpointSlices.
+type objectKind int
+
+const (
+	kindNode objectKind = iota
+	kindService
+	kindSlice
+)
+
+func (k objectKind) String() string {
+	return [...]string{"Node", "Service", "EndpointSlice"}[k]
+}
+
+// objectKey identifies an object the way the API server does.
+type objectKey struct {
+	kind      objectKind
+	namespace string
+	name      string
+}
+
+func (k objectKey) String() string {
+	if k.namespace == "" {
+		return k.kind.String() + " " + k.name
+	}
+	return k.kind.String() + " " + k.namespace + "/" + k.name
+}
+
+func (k objectKey) compare(o objectKey) int {
+	switch {
+	case k.kind != o.kind:
+		return int(k.kind) - int(o.kind)
+	case k.namespace != o.namespace:
+		return strings.Compare(k.namespace, o.namespace)
+	default:
+		return strings.Compare(k.name, o.name)
+	}
+}
+
+// object is one manifest object, ready to deliver.
+type object struct {
+	key objectKey
+	// obj is a *v1.Service, *discoveryv1.EndpointSlice or *v1.Node.
+	obj any
+	// rv is its resourceVersion: a hash of its content.
+	rv string
+	// where is "file:line" (plus the item of a List) for logs.
+	where string
+}
+
+// manifest reads one manifest file of nodeName's proxy: every document,
+// and every item of a List. Any error fails the whole file; objects the
+// proxy does not read are skipped.
+type manifest struct {
+	file     string
+	nodeName string
+	log      klog.Logger
+}
+
+func (m manifest) parse(data []byte) ([]object, error) {
+	var objects []object
+	var errs []error
+	for _, doc := range splitDocuments(data) {
+		j, err := yaml.YAMLToJSONStrict(doc.text)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s", m.file, shiftLines(err.Error(), doc.line-1)))
+			continue
+		}
+		if string(j) == "null" { // only comments, or nothing
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", m.file, doc.line)
+		var tm metav1.TypeMeta
+		if err := json.Unmarshal(j, &tm); err != nil {
+			errs = append(errs, fmt.Errorf("%s: not a Kubernetes object: %w", where, err))
+			continue
+		}
+		if tm.Kind != "List" {
+			if o, ok, err := m.decode(j, where); err != nil {
+				errs = append(errs, err)
+			} else if ok {
+				objects = append(objects, o)
+			}
+			continue
+		}
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(j, &list); err != nil {
+			errs = append(errs, fmt.Errorf("%s: List: %w", where, err))
+			continue
+		}
+		for i, item := range list.Items {
+			if o, ok, err := m.decode(item, fmt.Sprintf("%s (List item %d)", where, i)); err != nil {
+				errs = append(errs, err)
+			} else if ok {
+				objects = append(objects, o)
+			}
+		}
+	}
+	return objects, errors.Join(errs...)
+}
+
+// decode reads one object; ok is false for objects the proxy skips.
+func (m manifest) decode(data []byte, where string) (o object, ok bool, err error) {
+	var head struct {
+		metav1.TypeMeta
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return object{}, false, fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
+	}
+	what := strings.TrimSpace(head.Kind + " " + head.Metadata.Name)
+	wantVersion := map[string]string{"Service": "v1", "Node": "v1", "EndpointSlice": discoveryv1.SchemeGroupVersion.String()}[head.Kind]
+	switch {
+	case head.Kind == "":
+		return object{}, false, fmt.Errorf("%s: no kind", where)
+	case wantVersion == "":
+		m.log.V(2).Info("Ignoring an object the proxy does not read", "at", where, "apiVersion", head.APIVersion, "kind", head.Kind, "name", head.Metadata.Name)
+		return object{}, false, nil
+	case head.APIVersion != wantVersion:
+		return object{}, false, fmt.Errorf("%s: %s: apiVersion %q, want %q", where, what, head.APIVersion, wantVersion)
+	case head.Metadata.Name == "":
+		return object{}, false, fmt.Errorf("%s: %s: no metadata.name", where, head.Kind)
+	}
+
+	var meta *metav1.ObjectMeta
+	var key objectKey
+	switch head.Kind {
+	case "Service":
+		svc := &v1.Service{}
+		if err := strictUnmarshal(data, svc); err != nil {
+			return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
+		}
+		if !wantService(svc) {
+			m.log.V(2).Info("Skipping a Service the proxy does not serve (headless, or another proxy's)", "at", where, "service", svc.Name)
+			return object{}, false, nil
+		}
+		defaultService(svc)
+		o.obj, meta, key.kind = svc, &svc.ObjectMeta, kindService
+	case "EndpointSlice":
+		slice := &discoveryv1.EndpointSlice{}
+		if err := strictUnmarshal(data, slice); err != nil {
+			return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
+		}
+		if slice.AddressType == "" {
+			return object{}, false, fmt.Errorf("%s: %s: no addressType", where, what)
+		}
+		if !wantSlice(slice) {
+			m.log.V(2).Info("Skipping an EndpointSlice of a headless Service", "at", where, "endpointSlice", slice.Name)
+			return object{}, false, nil
+		}
+		if slice.Labels[discoveryv1.LabelServiceName] == "" {
+			m.log.Info("EndpointSlice has no "+discoveryv1.LabelServiceName+" label: no Service will use it", "at", where, "endpointSlice", slice.Name)
+		}
+		defaultSlice(slice)
+		o.obj, meta, key.kind = slice, &slice.ObjectMeta, kindSlice
+	case "Node":
+		if head.Metadata.Name != m.nodeName {
+			m.log.V(4).Info("Skipping another node's Node", "at", where, "node", head.Metadata.Name)
+			return object{}, false, nil
+		}
+		node := &v1.Node{}
+		if err := strictUnmarshal(data, node); err != nil {
+			return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
+		}
+		o.obj, meta, key.kind = node, &node.ObjectMeta, kindNode
+	}
+
+	if key.kind == kindNode {
+		meta.Namespace = ""
+	} else if meta.Namespace == "" {
+		meta.Namespace = metav1.NamespaceDefault
+	}
+	key.namespace, key.name = meta.Namespace, meta.Name
+	// The proxy tells objects and their versions apart by UID and
+	// resourceVersion: a manifest's are derived from what it says, so
+	// the same content always gets the same ones and an edit is always
+	// a new version.
+	if meta.UID == "" {
+		meta.UID = syntheticUID(key)
+	}
+	meta.ResourceVersion = ""
+	content, err := json.Marshal(o.obj)
+	if err != nil {
+		return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
+	}
+	sum := sha256.Sum256(content)
+	meta.ResourceVersion = strconv.FormatUint(binary.BigEndian.Uint64(sum[:8])>>1, 10)
+	o.key, o.rv, o.where = key, meta.ResourceVersion, where
+	return o, true, nil
+}
+
+// strictUnmarshal rejects unknown and duplicate fields, as kubectl's
+// strict validation does: a misspelt field would otherwise be dropped
+// silently.
+func strictUnmarshal(data []byte, into any) error {
+	strict, err := kjson.UnmarshalStrict(data, into)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
+}
+
+func syntheticUID(key objectKey) types.UID {
+	sum := sha256.Sum256([]byte("nodenet.io/source-files/" + key.String()))
+	// Shaped like a version-4 UUID.
+	sum[6] = sum[6]&0x0f | 0x40
+	sum[8] = sum[8]&0x3f | 0x80
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]))
+}
+
+// document is one YAML document of a file and the line it starts on.
+type document struct {
+	text []byte
+	line int
+}
+
+// splitDocuments splits a YAML stream at its "---" lines.
+func splitDocuments(data []byte) []document {
+	var docs []document
+	start, startLine, line := 0, 1, 1
+	for pos := 0; pos < len(data); line++ {
+		end := len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			end = pos + i + 1
+		}
+		text := bytes.TrimRight(data[pos:end], "\r\n")
+		if string(text) == "---" || bytes.HasPrefix(text, []byte("--- ")) || bytes.HasPrefix(text, []byte("---\t")) {
+			docs = append(docs, document{text: data[start:pos], line: startLine})
+			start, startLine = end, line+1
+		}
+		pos = end
+	}
+	return append(docs, document{text: data[start:], line: startLine})
+}
+
+var lineRE = regexp.MustCompile(`\bline (\d+)`)
+
+// shiftLines turns a YAML parser's "line N" within a document into the
+// file's line.
+func shiftLines(msg string, offset int) string {
+	return lineRE.ReplaceAllStringFunc(msg, func(s string) string {
+		n, err := strconv.Atoi(strings.TrimPrefix(s, "line "))
+		if err != nil {
+			return s
+		}
+		return "line " + strconv.Itoa(n+offset)
+	})
+}
+
+// defaultService applies the API server's defaults the proxy relies on,
+// so a short manifest means what it would mean in a cluster.
+func defaultService(svc *v1.Service) {
+	spec := &svc.Spec
+	if spec.Type == "" {
+		spec.Type = v1.ServiceTypeClusterIP
+	}
+	if spec.SessionAffinity == "" {
+		spec.SessionAffinity = v1.ServiceAffinityNone
+	}
+	if spec.SessionAffinity == v1.ServiceAffinityClientIP {
+		if spec.SessionAffinityConfig == nil {
+			spec.SessionAffinityConfig = &v1.SessionAffinityConfig{}
+		}
+		if spec.SessionAffinityConfig.ClientIP == nil {
+			spec.SessionAffinityConfig.ClientIP = &v1.ClientIPConfig{}
+		}
+		if spec.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil {
+			timeout := v1.DefaultClientIPServiceAffinitySeconds
+			spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = &timeout
+		}
+	}
+	for i := range spec.Ports {
+		p := &spec.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = v1.ProtocolTCP
+		}
+		if p.TargetPort == (intstr.IntOrString{}) {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
+	if spec.Type == v1.ServiceTypeExternalName {
+		return
+	}
+	switch {
+	case len(spec.ClusterIPs) == 0 && spec.ClusterIP != "":
+		spec.ClusterIPs = []string{spec.ClusterIP}
+	case spec.ClusterIP == "" && len(spec.ClusterIPs) > 0:
+		spec.ClusterIP = spec.ClusterIPs[0]
+	}
+	if len(spec.IPFamilies) == 0 {
+		for _, ip := range spec.ClusterIPs {
+			if addr, err := netip.ParseAddr(ip); err == nil {
+				if addr.Unmap().Is4() {
+					spec.IPFamilies = append(spec.IPFamilies, v1.IPv4Protocol)
+				} else {
+					spec.IPFamilies = append(spec.IPFamilies, v1.IPv6Protocol)
+				}
+			}
+		}
+	}
+	if spec.IPFamilyPolicy == nil && len(spec.IPFamilies) > 0 {
+		policy := v1.IPFamilyPolicySingleStack
+		if len(spec.IPFamilies) > 1 {
+			policy = v1.IPFamilyPolicyRequireDualStack
+		}
+		spec.IPFamilyPolicy = &policy
+	}
+	if spec.InternalTrafficPolicy == nil {
+		policy := v1.ServiceInternalTrafficPolicyCluster
+		spec.InternalTrafficPolicy = &policy
+	}
+	if spec.ExternalTrafficPolicy == "" && (spec.Type == v1.ServiceTypeNodePort || spec.Type == v1.ServiceTypeLoadBalancer) {
+		spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
+	}
+}
+
+// defaultSlice applies the API server's EndpointSlice port defaults.
+func defaultSlice(slice *discoveryv1.EndpointSlice) {
+	for i := range slice.Ports {
+		p := &slice.Ports[i]
+		if p.Name == nil {
+			name := ""
+			p.Name = &name
+		}
+		if p.Protocol == nil {
+			tcp := v1.ProtocolTCP
+			p.Protocol = &tcp
+		}
+	}
+}
