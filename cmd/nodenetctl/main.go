@@ -30,6 +30,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "config":
 		return runConfig(args[1:], stdout, stderr)
+	case "proxy":
+		return runProxy(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "nodenetctl: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
@@ -44,6 +46,7 @@ const usage = `Usage: nodenetctl <command> [flags]
 Commands:
   config validate   check a config and print every warning and error
   config convert    print a kube-proxy, flannel or nodenet config as an AgentConfiguration
+  proxy render      print what the service proxy programs for a folder of manifests
 
-Run "nodenetctl config <command> --help" for its flags.
+Run "nodenetctl <command> <subcommand> --help" for its flags.
 `

@@ -1,0 +1,454 @@
+package nftables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/knftables"
+
+	"github.com/nodenet/nodenet/proxy"
+)
+
+// Options configure New.
+type Options struct {
+	// NFT runs nft transactions on nodenet's table: an Interface for the
+	// inet family and table TableName (knftables.NewFake(knftables.
+	// InetFamily, TableName) in tests). Nil means knftables.New for it.
+	NFT knftables.Interface
+	// Families are the IP families to program; service ports of other
+	// families are ignored. Required.
+	Families []proxy.IPFamily
+	// LocalTrafficCIDRs say which sources are this cluster's pods
+	// (detect-local: the cluster CIDRs, or this node's pod CIDRs). Other
+	// sources reaching a cluster IP are masqueraded, and with eTP Local
+	// these sources may still use cluster-wide endpoints. Empty for a
+	// family: no masquerading of cluster IP traffic and no pod
+	// short-circuit in that family, as kube-proxy without detect-local.
+	LocalTrafficCIDRs []netip.Prefix
+	// ServiceCIDRs are where cluster IPs come from: traffic to an address
+	// inside them that is no cluster IP is dropped.
+	ServiceCIDRs []netip.Prefix
+	// NodePortAddresses limit the local addresses node ports answer on; a
+	// family with no prefix here answers on all of its local addresses
+	// (kube-proxy's rule), loopback excepted.
+	NodePortAddresses []netip.Prefix
+	// MasqueradeAll masquerades all traffic to cluster IPs.
+	MasqueradeAll bool
+	// MasqueradeMark is the packet mark bit that asks for masquerading;
+	// 0 means 0x4000 (kube-proxy's default bit 14).
+	MasqueradeMark uint32
+	// Conntrack, if set, is called after each successful sync to flush
+	// the conntrack entries the sync made stale.
+	Conntrack Conntrack
+	// Observe, if set, is called after each nft transaction with its
+	// kind ("full-sync", "partial-sync" or "stale-chains"), its error and
+	// how long building and running it took.
+	Observe func(op string, err error, d time.Duration)
+	// Logger receives structured logs; the zero value uses klog's.
+	Logger klog.Logger
+}
+
+// Conntrack flushes the conntrack entries a sync made stale: NAT is
+// decided on a flow's first packet, so a UDP or SCTP client that keeps its
+// source port would otherwise stick to an endpoint that is gone, or to the
+// reject of a service that now has endpoints. proxy/conntrack's Cleaner
+// implements it. prev is the state last programmed (nil before the first
+// sync), next the state just programmed, changed the keys that differ
+// between them (nil: any key may).
+type Conntrack interface {
+	Flush(prev, next *proxy.State, changed map[proxy.ServicePortKey]struct{}) error
+}
+
+// staleChainDelay is how long a chain whose vmap element was deleted must
+// wait before it can be deleted: before kernel 6.2 the kernel notices a
+// little later that the chain is no longer referenced. Until then it is
+// kept empty.
+const staleChainDelay = time.Second
+
+// Backend is the Linux proxy.Backend: it programs the table inet nodenet
+// (see the package documentation for its layout).
+type Backend struct {
+	nft           knftables.Interface
+	log           klog.Logger
+	conntrack     Conntrack
+	observe       func(string, error, time.Duration)
+	fams          []*family
+	byFamily      map[proxy.IPFamily]*family
+	maps          map[string]bool // the names of the per-family maps
+	mark          string          // the masquerade mark, as nft spells it
+	setMark       string          // the statement that sets it
+	masqueradeAll bool
+	now           func() time.Time
+
+	mu sync.Mutex
+	// rebuild is set until the first successful sync and after every
+	// failed one: the next sync replaces the table, whatever its content.
+	rebuild bool
+	ports   map[proxy.ServicePortKey]*portState // what the table holds
+	reg     *registry
+	picks   map[string]int       // shared pick chains in the table: how many ports use each
+	stale   map[string]time.Time // emptied chains waiting to be deleted
+	prev    *proxy.State         // the state last programmed, for Conntrack
+}
+
+// portState is a programmed service port: its plan can be recomputed
+// from sp, which the brain never mutates.
+type portState struct {
+	owner string // sp.Key.String(): the registry owner and sort key
+	sp    *proxy.ServicePort
+}
+
+var _ proxy.Backend = (*Backend)(nil)
+
+// New checks opts and returns a Backend. It does not touch the table: the
+// first Sync replaces whatever table inet nodenet holds.
+func New(opts Options) (*Backend, error) {
+	b := &Backend{
+		nft:           opts.NFT,
+		log:           opts.Logger,
+		conntrack:     opts.Conntrack,
+		observe:       opts.Observe,
+		byFamily:      map[proxy.IPFamily]*family{},
+		maps:          map[string]bool{},
+		masqueradeAll: opts.MasqueradeAll,
+		now:           time.Now,
+		rebuild:       true,
+		ports:         map[proxy.ServicePortKey]*portState{},
+		reg:           newRegistry(),
+		picks:         map[string]int{},
+		stale:         map[string]time.Time{},
+	}
+	if b.log.GetSink() == nil {
+		b.log = klog.Background()
+	}
+	b.log = b.log.WithName("nftables")
+	if len(opts.Families) == 0 {
+		return nil, errors.New("nftables: no IP family to program")
+	}
+	for _, fam := range opts.Families {
+		if fam != proxy.IPv4 && fam != proxy.IPv6 {
+			return nil, fmt.Errorf("nftables: unknown IP family %q", fam)
+		}
+		if b.byFamily[fam] != nil {
+			continue
+		}
+		f := newFamily(fam)
+		var err error
+		if f.localTrafficPrefixes, err = familyPrefixes(fam, opts.LocalTrafficCIDRs, "local traffic CIDR"); err != nil {
+			return nil, err
+		}
+		if f.serviceCIDRPrefixes, err = familyPrefixes(fam, opts.ServiceCIDRs, "service CIDR"); err != nil {
+			return nil, err
+		}
+		if f.nodePortPrefixes, err = familyPrefixes(fam, opts.NodePortAddresses, "node port address"); err != nil {
+			return nil, err
+		}
+		b.fams = append(b.fams, f)
+		b.byFamily[fam] = f
+		for _, m := range []string{f.serviceIPs, f.serviceNodePorts, f.noEndpointServices, f.noEndpointNodePorts, f.firewallIPs} {
+			b.maps[m] = true
+		}
+		for _, proto := range protocols {
+			b.maps[f.endpointsMap(proto, false)] = true
+			b.maps[f.endpointsMap(proto, true)] = true
+		}
+	}
+	mark := opts.MasqueradeMark
+	if mark == 0 {
+		mark = 0x4000
+	}
+	b.mark = fmt.Sprintf("0x%08x", mark)
+	b.setMark = "meta mark set meta mark | " + b.mark
+	if b.nft == nil {
+		nft, err := knftables.New(knftables.InetFamily, TableName)
+		if err != nil {
+			return nil, fmt.Errorf("nftables: %w", err)
+		}
+		b.nft = nft
+	}
+	return b, nil
+}
+
+// familyPrefixes returns the valid prefixes of fam in ps, normalized.
+func familyPrefixes(fam proxy.IPFamily, ps []netip.Prefix, what string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range ps {
+		if !p.IsValid() {
+			return nil, fmt.Errorf("nftables: invalid %s %v", what, p)
+		}
+		if proxy.FamilyOf(p.Addr()) == fam {
+			out = append(out, netip.PrefixFrom(p.Addr().Unmap(), p.Bits()))
+		}
+	}
+	return normalizePrefixes(out), nil
+}
+
+// Name is part of proxy.Backend.
+func (b *Backend) Name() string { return "nftables" }
+
+// Sync is part of proxy.Backend. The first sync and the first after a
+// failure replace the table in one transaction; a full sync re-asserts
+// the shared chains and sets and re-plans every service port; a partial
+// sync re-plans only update.Changed. Either way only what differs from
+// the table is written.
+func (b *Backend) Sync(ctx context.Context, update proxy.Update) error {
+	if update.State == nil {
+		return errors.New("nftables: sync without a state")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.deleteStaleChains(ctx)
+
+	changed := update.Changed
+	var err error
+	switch {
+	case b.rebuild:
+		err = b.replaceTable(ctx, update.State)
+		changed = nil
+	case update.Full:
+		err = b.reconcile(ctx, update.State, nil)
+		changed = nil
+	default:
+		err = b.reconcile(ctx, update.State, update.Changed)
+	}
+	if err != nil {
+		b.rebuild = true
+		return err
+	}
+	b.rebuild = false
+	if b.conntrack != nil {
+		if err := b.conntrack.Flush(b.prev, update.State, changed); err != nil {
+			// The rules are right; stale flows only wait for their timeout.
+			b.log.Error(err, "Flushing stale conntrack entries failed")
+		}
+		b.prev = update.State
+	}
+	return nil
+}
+
+// Cleanup deletes nodenet's table, if there is one.
+func (b *Backend) Cleanup(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tx := b.nft.NewTransaction()
+	tx.Add(&knftables.Table{})
+	tx.Delete(&knftables.Table{})
+	b.rebuild = true
+	if err := b.nft.Run(ctx, tx); err != nil {
+		return fmt.Errorf("nftables: delete table inet %s: %w", TableName, err)
+	}
+	return nil
+}
+
+// wanted returns the ServicePort of key this backend programs, or nil
+// (other families and protocols, or a port filed under another key).
+func (b *Backend) wanted(state *proxy.State, key proxy.ServicePortKey) *proxy.ServicePort {
+	sp := state.ServicePorts[key]
+	if sp == nil || sp.Key != key || b.byFamily[key.Family] == nil || protoName(key.Protocol) == "" {
+		return nil
+	}
+	return sp
+}
+
+func (b *Backend) isMap(name string) bool { return b.maps[name] }
+
+// replaceTable builds the whole table anew in one transaction: whatever
+// inet nodenet held (a previous run's table, or one we lost track of after
+// a failure) is replaced atomically.
+func (b *Backend) replaceTable(ctx context.Context, state *proxy.State) error {
+	start := b.now()
+	tx := b.nft.NewTransaction()
+	tx.Add(&knftables.Table{})
+	tx.Delete(&knftables.Table{})
+	tx.Add(&knftables.Table{Comment: knftables.PtrTo("nodenet service proxy")})
+	b.writeSkeleton(tx)
+
+	ports := make([]*portState, 0, len(state.ServicePorts))
+	for key := range state.ServicePorts {
+		if sp := b.wanted(state, key); sp != nil {
+			ports = append(ports, &portState{owner: key.String(), sp: sp})
+		}
+	}
+	slices.SortFunc(ports, func(a, b *portState) int { return strings.Compare(a.owner, b.owner) })
+
+	reg := newRegistry()
+	picks := map[string]int{}
+	for _, ps := range ports {
+		plan := b.planPort(ps.sp)
+		for _, p := range plan.picks {
+			if picks[p.name] == 0 {
+				writeChain(tx, &knftables.Chain{Name: p.name}, []rule{p.rule()})
+			}
+			picks[p.name]++
+		}
+		// A port's objects only reference its own chains and sets, the
+		// pick chains above and the skeleton, so writing port by port
+		// keeps every reference after what it references.
+		for _, c := range plan.chains {
+			tx.Add(&knftables.Chain{Name: c.name})
+		}
+		for _, s := range plan.sets {
+			tx.Add(affinitySetObject(s, ps.sp.Key.Family))
+		}
+		for _, c := range plan.chains {
+			for _, r := range c.rules {
+				tx.Add(r.object(c.name))
+			}
+		}
+		for _, e := range reg.build(ps.owner, plan.elems, b.isMap) {
+			tx.Add(e)
+		}
+	}
+
+	if err := b.run(ctx, tx, "full-sync", start); err != nil {
+		return fmt.Errorf("nftables: replace table inet %s: %w", TableName, err)
+	}
+	b.ports = make(map[proxy.ServicePortKey]*portState, len(ports))
+	for _, ps := range ports {
+		b.ports[ps.sp.Key] = ps
+	}
+	b.reg, b.picks = reg, picks
+	clear(b.stale)
+	b.log.V(2).Info("Replaced the table", "servicePorts", len(ports), "operations", tx.NumOperations(), "duration", b.now().Sub(start))
+	return nil
+}
+
+// reconcile writes what differs between the table and state for the keys
+// in changed, or for every key and the skeleton when changed is nil.
+func (b *Backend) reconcile(ctx context.Context, state *proxy.State, changed map[proxy.ServicePortKey]struct{}) error {
+	start := b.now()
+	op := "partial-sync"
+	// Ports are diffed in key order, so transactions are reproducible.
+	type named struct {
+		key  proxy.ServicePortKey
+		name string
+	}
+	var keys []named
+	add := func(k proxy.ServicePortKey) {
+		if ps := b.ports[k]; ps != nil {
+			keys = append(keys, named{k, ps.owner})
+		} else {
+			keys = append(keys, named{k, k.String()})
+		}
+	}
+	if changed == nil {
+		op = "full-sync"
+		for k := range b.ports {
+			add(k)
+		}
+		for k := range state.ServicePorts {
+			if _, ok := b.ports[k]; !ok {
+				add(k)
+			}
+		}
+	} else {
+		for k := range changed {
+			add(k)
+		}
+	}
+	slices.SortFunc(keys, func(x, y named) int { return strings.Compare(x.name, y.name) })
+
+	d := newDiff(b)
+	for _, k := range keys {
+		key := k.key
+		old, sp := b.ports[key], b.wanted(state, key)
+		switch {
+		case old != nil && old.sp == sp:
+		case old != nil && sp != nil && reflect.DeepEqual(old.sp, sp):
+			// A new snapshot of the same port: planning it again would
+			// find nothing to write.
+			d.updates[key] = sp
+		default:
+			d.port(key, old, sp)
+		}
+	}
+
+	tx := b.nft.NewTransaction()
+	if changed == nil {
+		b.writeSkeleton(tx)
+	}
+	d.write(tx)
+	if tx.NumOperations() == 0 {
+		d.commit()
+		return nil
+	}
+	if err := b.run(ctx, tx, op, start); err != nil {
+		return fmt.Errorf("nftables: %s of %d service ports: %w", op, len(d.updates), err)
+	}
+	d.commit()
+	b.log.V(2).Info("Synced", "op", op, "servicePorts", len(d.updates), "operations", tx.NumOperations(), "duration", b.now().Sub(start))
+	return nil
+}
+
+// run runs tx and reports it to Observe.
+func (b *Backend) run(ctx context.Context, tx *knftables.Transaction, op string, start time.Time) error {
+	if v := b.log.V(9); v.Enabled() {
+		v.Info("Running nftables transaction", "op", op, "transaction", tx.String())
+	}
+	err := b.nft.Run(ctx, tx)
+	if b.observe != nil {
+		b.observe(op, err, b.now().Sub(start))
+	}
+	return err
+}
+
+// deleteStaleChains deletes the chains emptied at least staleChainDelay
+// ago, in a transaction of their own.
+func (b *Backend) deleteStaleChains(ctx context.Context) {
+	if len(b.stale) == 0 || b.rebuild {
+		return
+	}
+	start := b.now()
+	var names []string
+	for name, since := range b.stale {
+		if start.Sub(since) >= staleChainDelay {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	slices.Sort(names)
+	tx := b.nft.NewTransaction()
+	for _, name := range names {
+		tx.Delete(&knftables.Chain{Name: name})
+	}
+	err := b.run(ctx, tx, "stale-chains", start)
+	if err != nil && !knftables.IsNotFound(err) {
+		// Still referenced (an old kernel being slow): try again later.
+		b.log.Error(err, "Deleting stale chains failed; will retry", "chains", len(names))
+		for _, name := range names {
+			b.stale[name] = start
+		}
+		return
+	}
+	if err != nil {
+		b.log.Error(err, "Deleting stale chains failed; forgetting them", "chains", len(names))
+	}
+	for _, name := range names {
+		delete(b.stale, name)
+	}
+}
+
+func affinitySetObject(s setPlan, fam proxy.IPFamily) *knftables.Set {
+	typ := "ipv4_addr"
+	if fam == proxy.IPv6 {
+		typ = "ipv6_addr"
+	}
+	return &knftables.Set{
+		Name: s.name,
+		Type: typ,
+		// "dynamic" because the packet path adds to it (nft would add
+		// the flag itself, and then a later add without it would fail).
+		Flags:   []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
+		Timeout: knftables.PtrTo(s.timeout),
+	}
+}
