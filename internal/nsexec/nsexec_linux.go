@@ -39,3 +39,26 @@ func Do(target netns.NsHandle, fn func() error) error {
 	}()
 	return <-done
 }
+
+// New creates an unnamed network namespace and returns a handle to it
+// without moving the caller: the thread that creates it (netns.New enters
+// the new namespace) stays locked and is retired with its goroutine. The
+// kernel frees the namespace when the handle is closed and nothing else
+// uses it.
+func New() (netns.NsHandle, error) {
+	type result struct {
+		ns  netns.NsHandle
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: this thread's namespace changed
+		ns, err := netns.New()
+		if err != nil {
+			err = fmt.Errorf("create a network namespace: %w", err)
+		}
+		done <- result{ns, err}
+	}()
+	r := <-done
+	return r.ns, r.err
+}

@@ -50,3 +50,36 @@ func TestDoRunsInTheNamespaceAndComesBack(t *testing.T) {
 		t.Error("the calling thread ended up in another namespace")
 	}
 }
+
+func TestNewLeavesTheCallerWhereItWas(t *testing.T) {
+	testroot.Require(t, "creating a network namespace")
+	before, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Close()
+	ns, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	if ns.Equal(before) {
+		t.Fatal("New returned the caller's own namespace")
+	}
+	var inside netns.NsHandle
+	if err := Do(ns, func() (err error) { inside, err = netns.Get(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer inside.Close()
+	if !inside.Equal(ns) {
+		t.Error("Do(New()) did not run in the new namespace")
+	}
+	after, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if !after.Equal(before) {
+		t.Error("New moved the calling thread")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,20 +23,7 @@ import (
 // addresses on lo and the service range routed to lo.
 func newNS(t *testing.T, addrs ...string) netns.NsHandle {
 	t.Helper()
-	ns, err := func() (netns.NsHandle, error) {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			return 0, err
-		}
-		defer orig.Close()
-		ns, err := netns.New()
-		if err != nil {
-			return 0, err
-		}
-		return ns, netns.Set(orig)
-	}()
+	ns, err := nsexec.New()
 	if err != nil {
 		t.Fatal(err)
 	}

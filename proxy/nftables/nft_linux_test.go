@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,20 +21,7 @@ import (
 func newNetns(tb testing.TB) netns.NsHandle {
 	tb.Helper()
 	testroot.Require(tb, "a network namespace and nftables")
-	ns, err := func() (netns.NsHandle, error) {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			return 0, err
-		}
-		defer orig.Close()
-		ns, err := netns.New()
-		if err != nil {
-			return 0, err
-		}
-		return ns, netns.Set(orig)
-	}()
+	ns, err := nsexec.New()
 	if err != nil {
 		tb.Fatal(err)
 	}

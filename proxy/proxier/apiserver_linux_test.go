@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
@@ -56,17 +57,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	fake := knftables.NewFake(knftables.InetFamily, nftables.TableName)
-	backend, err := nftables.New(nftables.Options{
-		NFT:               fake,
-		Families:          []proxy.IPFamily{proxy.IPv4},
-		LocalTrafficCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-		ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
-		Logger:            logger,
-	})
-	if err != nil {
-		t.Fatalf("nftables backend: %v", err)
-	}
+	backend, fake := newBackend(t, logger)
 	reg := prometheus.NewRegistry()
 	p, err := proxier.New(proxier.Options{
 		Source:        source.NewInformers(source.InformerOptions{Client: client, NodeName: nodeName, Logger: logger}),
@@ -92,6 +83,25 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{client: client, nft: fake, reg: reg, proxier: p}
 	f.waitFor(t, "the first sync", func() bool { return p.Syncs() > 0 })
 	return f
+}
+
+// newBackend returns the nftables backend of an IPv4 node of a cluster
+// with pods in 10.244.0.0/16 and services in 10.96.0.0/12, writing into
+// knftables' Fake.
+func newBackend(t *testing.T, logger klog.Logger) (*nftables.Backend, *knftables.Fake) {
+	t.Helper()
+	fake := knftables.NewFake(knftables.InetFamily, nftables.TableName)
+	backend, err := nftables.New(nftables.Options{
+		NFT:               fake,
+		Families:          []proxy.IPFamily{proxy.IPv4},
+		LocalTrafficCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+		ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
+		Logger:            logger,
+	})
+	if err != nil {
+		t.Fatalf("nftables backend: %v", err)
+	}
+	return backend, fake
 }
 
 func (f *fixture) waitFor(t *testing.T, what string, ok func() bool) {

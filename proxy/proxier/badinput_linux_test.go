@@ -9,11 +9,9 @@ import (
 
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
-	"sigs.k8s.io/knftables"
 
 	"github.com/nodenet/nodenet/proxy"
 	"github.com/nodenet/nodenet/proxy/brain"
-	"github.com/nodenet/nodenet/proxy/nftables"
 	"github.com/nodenet/nodenet/proxy/proxier"
 	"github.com/nodenet/nodenet/proxy/source"
 )
@@ -25,17 +23,7 @@ import (
 // and nothing crashes.
 func TestBadInputIsSkippedWithoutPoisoningTheSync(t *testing.T) {
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	fake := knftables.NewFake(knftables.InetFamily, nftables.TableName)
-	backend, err := nftables.New(nftables.Options{
-		NFT:               fake,
-		Families:          []proxy.IPFamily{proxy.IPv4},
-		LocalTrafficCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-		ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")},
-		Logger:            logger,
-	})
-	if err != nil {
-		t.Fatalf("nftables backend: %v", err)
-	}
+	backend, fake := newBackend(t, logger)
 	recorder := record.NewFakeRecorder(100)
 	p, err := proxier.New(proxier.Options{
 		Source:     source.NewFiles(source.FilesOptions{Dir: "testdata/badinput", NodeName: nodeName, Logger: logger}),
