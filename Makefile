@@ -45,3 +45,12 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+# nodenet's nftables service proxy against kube-proxy's, 10k Services × 10
+# endpoints on a real apiserver (bench/proxy). Needs root and minutes; not
+# part of test. Writes bench/proxy/results/results.{json,svg}.
+.PHONY: bench-proxy
+bench-proxy:
+	bash hack/build-kube-binaries.sh
+	bash hack/build-kube-proxy.sh
+	$(GO) run ./bench/proxy -services 10000 -endpoints 10 -out bench/proxy/results

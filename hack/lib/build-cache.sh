@@ -66,3 +66,59 @@ take_build_lock() {
 		flock 9
 	fi
 }
+
+# build_kube_command builds k8s.io/kubernetes/cmd/$1 at $2 (v1.x.y) into
+# $scratch/$1. k8s.io/kubernetes can't be required on its own: every staging
+# module its go.mod replaces with ./staging must be pinned to v0.x.y, and the
+# version variables set so clients can parse the binary's version. The list
+# is read from the release's own go.mod so it can't drift between releases.
+build_kube_command() {
+	local cmd=$1 version=$2
+	local staging=v0.${version#v1.}
+	log "downloading k8s.io/kubernetes@$version"
+	local dir
+	dir=$(cd "$scratch" && go mod download -json "k8s.io/kubernetes@$version" |
+		awk -F'"' '$2 == "Dir" { print $4 }')
+	if [[ -z $dir || ! -f $dir/go.mod ]]; then
+		log "cannot find k8s.io/kubernetes@$version in the module cache"
+		return 1
+	fi
+	local mods
+	mods=$(awk '
+		/^replace[ \t]*\(/ { inblock = 1; next }
+		inblock && /^\)/ { inblock = 0; next }
+		inblock && $1 ~ /^k8s\.io\// && $2 == "=>" { print $1 }
+		/^replace[ \t]+k8s\.io\// && $3 == "=>" { print $2 }
+	' "$dir/go.mod" | grep -vx 'k8s.io/sample-cli-plugin' | sort -u)
+	if [[ -z $mods ]]; then
+		log "no staging replace lines found in $dir/go.mod"
+		return 1
+	fi
+	log "pinning $(wc -l <<<"$mods") staging modules to $staging"
+	local now minor
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	minor=${version#v1.}
+	minor=${minor%%.*}
+	local ldflags="-s -w" pkg
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $pkg.gitVersion=$version"
+		ldflags+=" -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+		ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$now"
+	done
+	(
+		cd "$scratch"
+		go mod init "nodenet.local/build/$cmd" >/dev/null 2>&1
+		local args=(-require="k8s.io/kubernetes@$version") m
+		for m in $mods; do
+			args+=(-replace="$m=$m@$staging")
+		done
+		go mod edit "${args[@]}"
+		# A build-tagged blank import lets `go mod tidy` resolve the
+		# command's dependency graph; importing a main package is fine there.
+		printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/%s"\n' "$cmd" >tools.go
+		log "resolving $cmd dependencies"
+		go mod tidy
+		log "compiling $cmd (minutes cold)"
+		go build -trimpath -ldflags "$ldflags" -o "$cmd" "k8s.io/kubernetes/cmd/$cmd"
+	)
+}

@@ -1,0 +1,158 @@
+//go:build linux
+
+// Command proxy benchmarks nodenet's nftables service proxy against
+// kube-proxy's own nftables mode on one machine: one real kube-apiserver and
+// etcd hold the same Services and EndpointSlices for both, and each proxy
+// runs in turn in a fresh network namespace. It measures
+//
+//   - first sync: proxy start → end of the first successful sync, from the
+//     proxy's kubeproxy_sync_proxy_rules_last_timestamp_seconds;
+//   - one more service: create time → end of the sync that programmed it,
+//     the same way, cross-checked by kubeproxy_network_programming_duration_seconds
+//     (every EndpointSlice carries its create time as
+//     endpoints.kubernetes.io/last-change-trigger-time);
+//   - peak RSS of the proxy (VmHWM) and of its nft children (wait4 rusage,
+//     through bench/proxy/nftrss on the proxy's PATH);
+//
+// and checks the resulting ruleset: every ClusterIP and endpoint IP must be
+// in it. Results go to OUT/results.json and OUT/results.svg.
+//
+// Run as root from the repository root:
+//
+//	go run ./bench/proxy -services 10000 -endpoints 10 -out bench/proxy/results
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/nodenet/nodenet/test/apiserver"
+)
+
+type config struct {
+	services      int
+	endpoints     int
+	reps          int
+	out           string
+	proxies       []string
+	kubeProxy     string
+	nodenetProxy  string
+	minSyncPeriod time.Duration
+	syncTimeout   time.Duration
+	keepWork      bool
+	replot        bool
+}
+
+func main() {
+	var cfg config
+	var proxies string
+	flag.IntVar(&cfg.services, "services", 10000, "Services to create")
+	flag.IntVar(&cfg.endpoints, "endpoints", 10, "endpoints per Service (one EndpointSlice each)")
+	flag.IntVar(&cfg.reps, "reps", 3, "one-more-service measurements per proxy (the median is reported)")
+	flag.StringVar(&cfg.out, "out", "bench/proxy/results", "directory for results.json and results.svg")
+	flag.StringVar(&proxies, "proxies", "kube-proxy,nodenet", "proxies to run, in order")
+	flag.StringVar(&cfg.kubeProxy, "kube-proxy", "", "kube-proxy binary (default $NODENET_KUBE_PROXY, then the hack/build-kube-proxy.sh cache)")
+	flag.StringVar(&cfg.nodenetProxy, "nodenet-proxy", "", "nodenet-proxy binary (default: go build ./bench/proxy/nodenet-proxy)")
+	flag.DurationVar(&cfg.minSyncPeriod, "min-sync-period", time.Second, "both proxies' minimum time between syncs (kube-proxy's default)")
+	flag.DurationVar(&cfg.syncTimeout, "sync-timeout", 10*time.Minute, "how long a proxy may take to sync")
+	flag.BoolVar(&cfg.keepWork, "keep-work", false, "keep the work dir (logs, configs) even on success")
+	flag.BoolVar(&cfg.replot, "replot", false, "only redraw OUT/results.svg from OUT/results.json")
+	klog.InitFlags(nil)
+	flag.Parse()
+	cfg.proxies = strings.Split(proxies, ",")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := klog.Background()
+	do := run
+	if cfg.replot {
+		do = replot
+	}
+	if err := do(klog.NewContext(ctx, logger), cfg); err != nil {
+		logger.Error(err, "Benchmark failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func run(ctx context.Context, cfg config) (err error) {
+	log := klog.FromContext(ctx)
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (network namespaces, nftables)")
+	}
+	if cfg.services < 1 || cfg.endpoints < 1 || cfg.reps < 1 {
+		return errors.New("-services, -endpoints and -reps must be positive")
+	}
+	work, err := os.MkdirTemp("", "nodenet-bench-proxy-")
+	if err != nil {
+		return fmt.Errorf("make work dir: %w", err)
+	}
+	defer func() {
+		if err != nil || cfg.keepWork {
+			log.Info("Work dir kept", "dir", work)
+			return
+		}
+		_ = os.RemoveAll(work)
+	}()
+
+	specs, err := proxySpecs(ctx, cfg, work)
+	if err != nil {
+		return err
+	}
+
+	if err := setupBridge(ctx); err != nil {
+		return err
+	}
+	defer deleteBridge(context.WithoutCancel(ctx))
+
+	log.Info("Starting kube-apiserver and etcd", "bind", hostAddr)
+	srv, err := apiserver.Start(ctx, apiserver.Options{BindAddress: hostAddr, TempDir: work})
+	if err != nil {
+		return fmt.Errorf("start apiserver: %w", err)
+	}
+	defer srv.Stop()
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := srv.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+
+	c, err := newCluster(srv.RESTConfig(), cfg.services, cfg.endpoints)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := c.populate(ctx); err != nil {
+		return err
+	}
+	log.Info("Objects created", "services", cfg.services, "endpointsPerService", cfg.endpoints,
+		"took", time.Since(start).Round(time.Millisecond))
+
+	rep := newReport(ctx, cfg)
+	for _, spec := range specs {
+		res, err := measure(ctx, cfg, c, spec, kubeconfig, work)
+		if err != nil {
+			return fmt.Errorf("%s: %w", spec.name, err)
+		}
+		rep.Results = append(rep.Results, res)
+		log.Info("Measured", "proxy", spec.name, "firstSyncSeconds", res.FirstSyncSeconds,
+			"oneMoreServiceSeconds", res.OneMoreServiceSeconds, "proxyPeakRSSMiB", res.ProxyPeakRSSMiB,
+			"nftPeakRSSMiB", res.NFTPeakRSSMiB)
+	}
+	rep.compare()
+	if err := rep.write(cfg.out); err != nil {
+		return err
+	}
+	fmt.Print(rep.table())
+	return nil
+}
