@@ -26,6 +26,13 @@ import (
 	"github.com/nodenet/nodenet/proxy/source"
 )
 
+// batchPeriod is how long a change after an idle spell waits for the
+// changes that follow it: a new Service's EndpointSlice arrives
+// milliseconds after the Service, and without the wait it would sync a
+// whole minSyncPeriod later than the Service (the runner caps it at
+// minSyncPeriod, so minSyncPeriod 0 still syncs every change at once).
+const batchPeriod = 100 * time.Millisecond
+
 // Options configure a Proxier. Source, Backend and the periods are
 // required; the observers may be nil.
 type Options struct {
@@ -100,6 +107,7 @@ func New(opts Options) (*Proxier, error) {
 	p.brain = brain.New(brainOpts)
 	p.runner = runner.New(runner.Options{
 		MinInterval: opts.MinSyncPeriod,
+		Batch:       batchPeriod,
 		Period:      opts.SyncPeriod,
 		Sync:        p.sync,
 		Clock:       opts.Clock,

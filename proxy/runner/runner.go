@@ -19,6 +19,12 @@ type Options struct {
 	// MinInterval is the least time between the starts of two syncs (the
 	// config's minSyncPeriod): requests within it wait and coalesce.
 	MinInterval time.Duration
+	// Batch is how long the first request after an idle spell waits for
+	// the changes that usually follow it (the EndpointSlice controller
+	// writes a new Service's slice milliseconds after the Service), so
+	// they land in one sync instead of two syncs MinInterval apart. 0
+	// syncs at once; it is capped at MinInterval.
+	Batch time.Duration
 	// Period is the most time between the end of a full sync and the
 	// start of the next full sync (the config's syncPeriod); 0 disables
 	// periodic syncs.
@@ -42,6 +48,8 @@ type Runner struct {
 
 	mu        sync.Mutex
 	requested bool // a sync was asked for since the last one started
+	// requestedAt is when requested last became true by a request.
+	requestedAt time.Time
 	full      bool // the next sync must be full
 
 	// wake tells Run to look at the flags again.
@@ -66,6 +74,7 @@ func New(opts Options) *Runner {
 	if opts.MinInterval < 0 {
 		opts.MinInterval = 0
 	}
+	opts.Batch = min(max(opts.Batch, 0), opts.MinInterval)
 	if opts.Period < 0 {
 		opts.Period = 0
 	}
@@ -99,6 +108,9 @@ func (r *Runner) RequestFull() { r.request(true) }
 
 func (r *Runner) request(full bool) {
 	r.mu.Lock()
+	if !r.requested {
+		r.requestedAt = r.opts.Clock.Now()
+	}
 	r.requested = true
 	r.full = r.full || full
 	r.mu.Unlock()
@@ -142,6 +154,9 @@ func (r *Runner) Run(ctx context.Context) {
 		}
 		r.mu.Lock()
 		requested := r.requested
+		if requested && started {
+			gate = later(gate, r.requestedAt.Add(r.opts.Batch))
+		}
 		r.mu.Unlock()
 		due, have := gate, requested || failed
 		if started && r.opts.Period > 0 {

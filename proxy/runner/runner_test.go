@@ -179,6 +179,37 @@ func TestRequestsWithinMinIntervalCoalesceIntoOnePartialSync(t *testing.T) {
 	h.expect("a request long after the last sync runs at once", []call{partial(10 * s)}, 30*s)
 }
 
+func TestBatchHoldsTheFirstRequestAfterIdleForTheChangesThatFollow(t *testing.T) {
+	const batch = 100 * time.Millisecond
+	h := newHarness(t, Options{MinInterval: s, Batch: batch, Period: 30 * s})
+	h.start()
+	h.expect("start", []call{full(0)}, 30*s)
+
+	h.stepTo(10 * s)
+	h.r.Request()
+	h.expect("a request after an idle spell waits the batch period", nil, 10*s+batch)
+	h.stepTo(10*s + 50*time.Millisecond)
+	h.r.Request()
+	h.expect("a request within the batch joins it", nil, 10*s+batch)
+	h.stepTo(10*s + batch)
+	h.expect("both changes, one sync", []call{partial(10*s + batch)}, 30*s)
+
+	h.stepTo(10*s + 200*time.Millisecond)
+	h.r.Request()
+	h.expect("soon after a sync MinInterval still rules", nil, 11*s+batch)
+	h.stepTo(11*s + batch)
+	h.expect("MinInterval after the last start", []call{partial(11*s + batch)}, 30*s)
+}
+
+func TestBatchIsCappedAtMinInterval(t *testing.T) {
+	h := newHarness(t, Options{Batch: s, Period: 30 * s})
+	h.start()
+	h.expect("start", []call{full(0)}, 30*s)
+	h.stepTo(5 * s)
+	h.r.Request()
+	h.expect("with MinInterval 0 a request syncs at once", []call{partial(5 * s)}, 30*s)
+}
+
 func TestZeroMinIntervalSyncsAtOnce(t *testing.T) {
 	h := newHarness(t, Options{Period: 30 * s})
 	h.start()
