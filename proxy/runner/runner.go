@@ -50,7 +50,7 @@ type Runner struct {
 	requested bool // a sync was asked for since the last one started
 	// requestedAt is when requested last became true by a request.
 	requestedAt time.Time
-	full      bool // the next sync must be full
+	full        bool // the next sync must be full
 
 	// wake tells Run to look at the flags again.
 	wake chan struct{}
