@@ -128,11 +128,21 @@ func selectors() (svc, slice string, err error) {
 	return labels.NewSelector().Add(*noProxyName).String(), labels.NewSelector().Add(*noHeadless).String(), nil
 }
 
-// trimManagedFields drops what the proxy never reads, as kube-proxy does,
-// to keep the caches small.
+// trimManagedFields drops what the proxy never reads, to keep the caches
+// small: managed fields on every object (as kube-proxy does), and on
+// EndpointSlices the per-endpoint target references, hostnames and
+// deprecated topology maps, which in a large cluster weigh more than the
+// addresses themselves. Labels and annotations stay: the filters and the
+// brain read them.
 func trimManagedFields(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
+	}
+	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
+		for i := range slice.Endpoints {
+			ep := &slice.Endpoints[i]
+			ep.TargetRef, ep.Hostname, ep.DeprecatedTopology = nil, nil, nil
+		}
 	}
 	return obj, nil
 }
