@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -131,6 +132,31 @@ type ServicePort struct {
 	// LocalReadyEndpoints counts ready endpoints on this node: the health-
 	// check node port's answer.
 	LocalReadyEndpoints int
+}
+
+// Equal reports whether a and b hold the same values in every field (a
+// test keeps it in step with the struct): the brain uses it to tell a
+// changed port from a recomputed one, backends to skip unchanged ports.
+func (a *ServicePort) Equal(b *ServicePort) bool {
+	return a.Key == b.Key &&
+		a.Type == b.Type &&
+		a.ClusterIP == b.ClusterIP &&
+		a.Port == b.Port &&
+		a.NodePort == b.NodePort &&
+		slices.Equal(a.ExternalIPs, b.ExternalIPs) &&
+		slices.Equal(a.LoadBalancerIPs, b.LoadBalancerIPs) &&
+		slices.Equal(a.LoadBalancerSourceRanges, b.LoadBalancerSourceRanges) &&
+		a.SessionAffinity == b.SessionAffinity &&
+		a.HealthCheckNodePort == b.HealthCheckNodePort &&
+		a.PreserveDestination == b.PreserveDestination &&
+		a.InternalPolicyLocal == b.InternalPolicyLocal &&
+		a.ExternalPolicyLocal == b.ExternalPolicyLocal &&
+		slices.Equal(a.ClusterEndpoints, b.ClusterEndpoints) &&
+		slices.Equal(a.LocalEndpoints, b.LocalEndpoints) &&
+		slices.Equal(a.InternalEndpoints, b.InternalEndpoints) &&
+		slices.Equal(a.ExternalEndpoints, b.ExternalEndpoints) &&
+		a.HasEndpoints == b.HasEndpoints &&
+		a.LocalReadyEndpoints == b.LocalReadyEndpoints
 }
 
 // UsesExternalFrontends reports whether the port has any frontend besides

@@ -260,62 +260,6 @@ func TestSyncedAndNodes(t *testing.T) {
 	}
 }
 
-// TestEqualServicePortCoversEveryField keeps equalServicePort in step with
-// proxy.ServicePort: changing any one field must make ports unequal.
-func TestEqualServicePortCoversEveryField(t *testing.T) {
-	base := proxy.ServicePort{}
-	typ := reflect.TypeOf(base)
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		t.Run(f.Name, func(t *testing.T) {
-			changed := base
-			v := reflect.ValueOf(&changed).Elem().Field(i)
-			switch v.Kind() {
-			case reflect.Slice:
-				v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-				setNonZero(t, v.Index(0))
-			default:
-				setNonZero(t, v)
-			}
-			if equalServicePort(&base, &changed) {
-				t.Errorf("equalServicePort ignores field %s", f.Name)
-			}
-		})
-	}
-}
-
-// setNonZero sets v to a non-zero value of its type.
-func setNonZero(t *testing.T, v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.String:
-		v.SetString("x")
-	case reflect.Int, reflect.Int64:
-		v.SetInt(1)
-	case reflect.Uint16:
-		v.SetUint(1)
-	case reflect.Struct:
-		switch v.Interface().(type) {
-		case proxy.ServicePortKey:
-			v.Set(reflect.ValueOf(key("x", "y", proxy.IPv4)))
-		default:
-			if v.Type().PkgPath() == "net/netip" {
-				switch v.Type().Name() {
-				case "Addr":
-					v.Set(reflect.ValueOf(mustAddrs("10.0.0.1")[0]))
-				case "Prefix":
-					v.Set(reflect.ValueOf(mustPrefixes("10.0.0.0/8")[0]))
-				}
-				return
-			}
-			setNonZero(t, v.Field(0))
-		}
-	default:
-		t.Fatalf("no non-zero value for kind %s", v.Kind())
-	}
-}
-
 func TestConcurrentHandlersAndSnapshots(t *testing.T) {
 	// Handlers racing with Snapshots must converge: after the last change,
 	// one more Snapshot equals a fresh Brain's view of the final objects.

@@ -143,7 +143,7 @@ func (b *Brain) takeChanges(full bool) ([]input, *computer, Changes, []*discover
 func (b *Brain) apply(name types.NamespacedName, ports []*proxy.ServicePort, state map[proxy.ServicePortKey]*proxy.ServicePort, changed map[proxy.ServicePortKey]struct{}) {
 	old := b.computed[name]
 	for i, sp := range ports {
-		if j := slices.IndexFunc(old, func(o *proxy.ServicePort) bool { return o.Key == sp.Key }); j >= 0 && equalServicePort(old[j], sp) {
+		if j := slices.IndexFunc(old, func(o *proxy.ServicePort) bool { return o.Key == sp.Key }); j >= 0 && old[j].Equal(sp) {
 			ports[i] = old[j]
 		} else {
 			changed[sp.Key] = struct{}{}
@@ -161,28 +161,4 @@ func (b *Brain) apply(name types.NamespacedName, ports []*proxy.ServicePort, sta
 	} else {
 		b.computed[name] = ports
 	}
-}
-
-// equalServicePort compares every field of two ServicePorts (a test keeps
-// it in step with the struct).
-func equalServicePort(a, b *proxy.ServicePort) bool {
-	return a.Key == b.Key &&
-		a.Type == b.Type &&
-		a.ClusterIP == b.ClusterIP &&
-		a.Port == b.Port &&
-		a.NodePort == b.NodePort &&
-		slices.Equal(a.ExternalIPs, b.ExternalIPs) &&
-		slices.Equal(a.LoadBalancerIPs, b.LoadBalancerIPs) &&
-		slices.Equal(a.LoadBalancerSourceRanges, b.LoadBalancerSourceRanges) &&
-		a.SessionAffinity == b.SessionAffinity &&
-		a.HealthCheckNodePort == b.HealthCheckNodePort &&
-		a.PreserveDestination == b.PreserveDestination &&
-		a.InternalPolicyLocal == b.InternalPolicyLocal &&
-		a.ExternalPolicyLocal == b.ExternalPolicyLocal &&
-		slices.Equal(a.ClusterEndpoints, b.ClusterEndpoints) &&
-		slices.Equal(a.LocalEndpoints, b.LocalEndpoints) &&
-		slices.Equal(a.InternalEndpoints, b.InternalEndpoints) &&
-		slices.Equal(a.ExternalEndpoints, b.ExternalEndpoints) &&
-		a.HasEndpoints == b.HasEndpoints &&
-		a.LocalReadyEndpoints == b.LocalReadyEndpoints
 }
