@@ -40,6 +40,13 @@ type Options struct {
 	// family with no prefix here answers on all of its local addresses
 	// (kube-proxy's rule), loopback excepted.
 	NodePortAddresses []netip.Prefix
+	// NodeIPs are this node's IPs (its primary IP per family, as
+	// kube-proxy's node IPs). When loadBalancerSourceRanges include one
+	// of them, the service's load-balancer IPs are allowed as sources
+	// too: a VIP-mode load-balancer IP is often a local address, so the
+	// node's own connections to it loop back with it as their source.
+	// Empty for a family: no such exception in that family.
+	NodeIPs []netip.Addr
 	// MasqueradeAll masquerades all traffic to cluster IPs.
 	MasqueradeAll bool
 	// MasqueradeMark is the packet mark bit that asks for masquerading;
@@ -151,6 +158,9 @@ func New(opts Options) (*Backend, error) {
 		if f.nodePortPrefixes, err = familyPrefixes(fam, opts.NodePortAddresses, "node port address"); err != nil {
 			return nil, err
 		}
+		if f.nodeIPs, err = familyAddrs(fam, opts.NodeIPs, "node IP"); err != nil {
+			return nil, err
+		}
 		b.fams = append(b.fams, f)
 		b.byFamily[fam] = f
 		for _, m := range []string{f.serviceIPs, f.serviceNodePorts, f.noEndpointServices, f.noEndpointNodePorts, f.firewallIPs} {
@@ -189,6 +199,21 @@ func familyPrefixes(fam proxy.IPFamily, ps []netip.Prefix, what string) ([]netip
 		}
 	}
 	return normalizePrefixes(out), nil
+}
+
+// familyAddrs returns the valid addresses of fam in as, without
+// duplicates.
+func familyAddrs(fam proxy.IPFamily, as []netip.Addr, what string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, a := range as {
+		if !a.IsValid() {
+			return nil, fmt.Errorf("nftables: invalid %s", what)
+		}
+		if a = a.Unmap(); proxy.FamilyOf(a) == fam && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // Name is part of proxy.Backend.

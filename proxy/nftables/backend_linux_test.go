@@ -441,6 +441,7 @@ func TestNewRejectsOptionsItCannotProgram(t *testing.T) {
 		{"no family", func(o *Options) { o.Families = nil }},
 		{"an unknown family", func(o *Options) { o.Families = []proxy.IPFamily{"IPv5"} }},
 		{"an invalid prefix", func(o *Options) { o.ServiceCIDRs = []netip.Prefix{{}} }},
+		{"an invalid node IP", func(o *Options) { o.NodeIPs = []netip.Addr{{}} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -480,6 +481,46 @@ func TestOverlappingPrefixesAreMerged(t *testing.T) {
 	fw := fake.Table.Chains["fw-default/lb/tcp/443-v4"]
 	if fw == nil || fw.Rules[0].Rule != "ip saddr != { 192.0.2.0/24, 203.0.113.0/24 } drop" {
 		t.Errorf("firewall chain %+v", fw)
+	}
+}
+
+func TestSourceRangesThatIncludeTheNodeAdmitItsLoadBalancerIPs(t *testing.T) {
+	b, fake := newFakeBackend(t)
+	remote, remote6 := ep("10.244.2.7:8080", false), ep("[fd00:244:2::7]:8080", false)
+	lb := port("default/lb:/TCP", "10.96.0.30", 443, eps(remote),
+		loadBalancer("198.51.100.103", "198.51.100.102"), sourceRanges("203.0.113.0/25", "192.168.0.0/24"))
+	lb6 := port("default/lb:/TCP", "fd00:96::30", 443, eps(remote6),
+		loadBalancer("2001:db8:100::100"), sourceRanges("fd00:1::/64"))
+	s := state(lb, lb6)
+	mustSync(t, b, proxy.Update{State: s, Full: true})
+	dump := fake.Dump()
+	for _, want := range []string{
+		`add rule inet nodenet fw-default/lb/tcp/443-v4 ip saddr { 198.51.100.102, 198.51.100.103 } return comment "the node is in the ranges: admit it from a load-balancer IP"`,
+		`add rule inet nodenet fw-default/lb/tcp/443-v4 ip saddr != { 192.168.0.0/24, 203.0.113.0/25 } drop comment "loadBalancerSourceRanges"`,
+		`add rule inet nodenet fw-default/lb/tcp/443-v6 ip6 saddr 2001:db8:100::100 return comment "the node is in the ranges: admit it from a load-balancer IP"`,
+		`add rule inet nodenet fw-default/lb/tcp/443-v6 ip6 saddr != fd00:1::/64 drop comment "loadBalancerSourceRanges"`,
+	} {
+		if !strings.Contains(dump, want+"\n") {
+			t.Errorf("the table lacks\n\t%s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(dump)
+	}
+
+	// Ranges that stop including the node rewrite only the fw chain.
+	lb = port("default/lb:/TCP", "10.96.0.30", 443, eps(remote),
+		loadBalancer("198.51.100.103", "198.51.100.102"), sourceRanges("203.0.113.0/25"))
+	s = with(s, lb)
+	mustSync(t, b, proxy.Update{State: s, Changed: changed(lb)})
+	want := `flush chain inet nodenet fw-default/lb/tcp/443-v4
+add rule inet nodenet fw-default/lb/tcp/443-v4 ip saddr != 203.0.113.0/25 drop comment "loadBalancerSourceRanges"
+`
+	if diff := cmp.Diff(want, fake.LastTransaction.String()); diff != "" {
+		t.Errorf("excluding the node (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(freshDump(t, s), sortedDump(fake)); diff != "" {
+		t.Errorf("the table differs from a fresh one (-fresh +got):\n%s", diff)
 	}
 }
 
@@ -583,8 +624,12 @@ func (c *changes) random(key, clusterIP string) *proxy.ServicePort {
 	}
 	if !v6 && rng.IntN(3) == 0 {
 		tweaks = append(tweaks, loadBalancer(fmt.Sprintf("198.51.100.%d", 100+rng.IntN(2))))
-		if rng.IntN(2) == 0 {
+		// Ranges with and without the node (192.168.0.10).
+		switch rng.IntN(3) {
+		case 0:
 			tweaks = append(tweaks, sourceRanges("203.0.113.0/25"))
+		case 1:
+			tweaks = append(tweaks, sourceRanges("203.0.113.0/25", "192.168.0.0/24"))
 		}
 	}
 	if rng.IntN(3) == 0 {

@@ -44,7 +44,11 @@
 //	       ExternalEndpoints; if there are none the packet falls through
 //	       and is dropped by the filter chains
 //	clu-…  eTP Local only: pick one of ClusterEndpoints
-//	fw-…   drop sources outside loadBalancerSourceRanges
+//	fw-…   drop sources outside loadBalancerSourceRanges; if the ranges
+//	       include one of Options.NodeIPs, first return for sources that
+//	       are the service's load-balancer IPs (kube-proxy's "allow from
+//	       node": a VIP-mode load-balancer IP routed locally is the source
+//	       of the node's own connections to it)
 //	aff-…/<endpoint>  ClientIP affinity: the sources that picked that
 //	       endpoint, with the affinity timeout (a set, not a chain)
 //

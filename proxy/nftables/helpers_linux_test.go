@@ -31,6 +31,7 @@ func testOptions(nft knftables.Interface) Options {
 		Families:          []proxy.IPFamily{proxy.IPv4, proxy.IPv6},
 		LocalTrafficCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:244::/32")},
 		ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:96::/112")},
+		NodeIPs:           []netip.Addr{netip.MustParseAddr("192.168.0.10"), netip.MustParseAddr("fd00:1::10")},
 	}
 }
 

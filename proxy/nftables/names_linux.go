@@ -36,6 +36,7 @@ type family struct {
 	serviceCIDRPrefixes  []netip.Prefix
 	localTrafficPrefixes []netip.Prefix
 	nodePortPrefixes     []netip.Prefix // empty: every local address
+	nodeIPs              []netip.Addr
 }
 
 func newFamily(f proxy.IPFamily) *family {

@@ -93,6 +93,11 @@ func TestTheKernelAcceptsEverySyncOfTheRepresentativeServices(t *testing.T) {
 			sticky.InternalEndpoints, affinity(time.Hour), nodePort(30050))}, nil},
 		{"the load balancer loses its endpoints", []*proxy.ServicePort{port("default/lb:/TCP", "10.96.0.30", 443, nil,
 			nodePort(30443), loadBalancer("198.51.100.100"), sourceRanges("203.0.113.0/25", "192.0.2.0/24"), externalIPs("198.51.100.1"))}, nil},
+		{"the load balancer's ranges come to include the node", []*proxy.ServicePort{port("default/lb:/TCP", "10.96.0.30", 443,
+			lb.ExternalEndpoints, nodePort(30443), loadBalancer("198.51.100.100", "198.51.100.102"),
+			sourceRanges("203.0.113.0/25", "192.168.0.0/24"), externalIPs("198.51.100.1"))}, nil},
+		{"an IPv6 load balancer's ranges include the node", []*proxy.ServicePort{port("default/lb6:/TCP", "fd00:96::30", 443,
+			eps(ep("[fd00:244:1::5]:8080", true)), loadBalancer("2001:db8:100::100"), sourceRanges("fd00:1::/64"))}, nil},
 		{"a service is removed", nil, []*proxy.ServicePort{web}},
 		{"the service comes back", []*proxy.ServicePort{web}, nil},
 		{"the load balancer gets its endpoints back", []*proxy.ServicePort{lb}, nil},
@@ -131,6 +136,7 @@ func TestTheKernelAcceptsEverySyncOfTheRepresentativeServices(t *testing.T) {
 		"10.96.0.10 . 80 . 1 : 10.244.2.7 . 8080",
 		"set aff-default/sticky/tcp/80-v4/10.244.1.5/8080",
 		"timeout 1h",
+		"ip6 saddr 2001:db8:100::100 return",
 	} {
 		if !strings.Contains(listing, want) {
 			t.Errorf("the table lacks %q:\n%s", want, listing)

@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -217,40 +218,54 @@ func (pb *portBuilder) external() {
 
 // firewall plans loadBalancerSourceRanges: traffic to a load-balancer IP
 // from outside the ranges is dropped before DNAT. Like kube-proxy, node
-// ports and external IPs are not filtered.
+// ports and external IPs are not filtered, and when the ranges include
+// this node its connections to a load-balancer IP are admitted even when
+// their source is a load-balancer IP: a VIP-mode load-balancer IP is
+// often a local address, so the kernel picks it as the source and the
+// packet loops back without ever reaching the load balancer.
 func (pb *portBuilder) firewall() {
 	sp, f := pb.sp, pb.f
-	if len(sp.LoadBalancerSourceRanges) == 0 || len(sp.LoadBalancerIPs) == 0 {
-		return
-	}
 	var ranges []netip.Prefix
 	for _, p := range sp.LoadBalancerSourceRanges {
 		if proxy.FamilyOf(p.Addr()) == f.ipFamily {
 			ranges = append(ranges, p)
 		}
 	}
-	if len(ranges) == 0 {
+	var lbIPs []netip.Addr
+	for _, ip := range sp.LoadBalancerIPs {
+		if proxy.FamilyOf(ip) == f.ipFamily && !slices.Contains(lbIPs, ip) {
+			lbIPs = append(lbIPs, ip)
+		}
+	}
+	if len(ranges) == 0 || len(lbIPs) == 0 {
 		return
 	}
 	ranges = normalizePrefixes(ranges)
-	allowed := ranges[0].String()
-	if len(ranges) > 1 {
-		parts := make([]string, len(ranges))
-		for i, p := range ranges {
-			parts[i] = p.String()
-		}
-		allowed = "{ " + strings.Join(parts, ", ") + " }"
-	}
 	c := pb.chain(kindFirewall)
-	c.add(f.ip+" saddr != "+allowed+" drop", "loadBalancerSourceRanges")
-	var done []netip.Addr
-	for _, ip := range sp.LoadBalancerIPs {
-		if proxy.FamilyOf(ip) != f.ipFamily || slices.Contains(done, ip) {
-			continue
-		}
-		done = append(done, ip)
+	if slices.ContainsFunc(f.nodeIPs, func(ip netip.Addr) bool {
+		return slices.ContainsFunc(ranges, func(p netip.Prefix) bool { return p.Contains(ip) })
+	}) {
+		sources := slices.Clone(lbIPs)
+		slices.SortFunc(sources, netip.Addr.Compare)
+		c.add(f.ip+" saddr "+anonymousSet(sources)+" return", "the node is in the ranges: admit it from a load-balancer IP")
+	}
+	c.add(f.ip+" saddr != "+anonymousSet(ranges)+" drop", "loadBalancerSourceRanges")
+	for _, ip := range lbIPs {
 		pb.elem(f.firewallIPs, pb.frontend(ip), "goto "+c.name)
 	}
+}
+
+// anonymousSet spells elems as an nft match operand: the element itself,
+// or "{ a, b, … }" for several.
+func anonymousSet[T fmt.Stringer](elems []T) string {
+	if len(elems) == 1 {
+		return elems[0].String()
+	}
+	parts := make([]string, len(elems))
+	for i, e := range elems {
+		parts[i] = e.String()
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
 }
 
 // hairpin lists this node's endpoints, which a pod may reach itself

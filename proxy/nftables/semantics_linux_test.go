@@ -9,7 +9,8 @@ import (
 )
 
 // semanticsState has one service per behavior the traces check. Node
-// ports answer on 192.168.0.0/24 only; the node also has 172.16.0.10.
+// ports answer on 192.168.0.0/24 only; the node also has 172.16.0.10,
+// and 198.51.100.102, a VIP-mode load-balancer IP routed locally.
 func semanticsState() *proxy.State {
 	local, remote := ep("10.244.1.5:8080", true), ep("10.244.2.7:8080", false)
 	return state(
@@ -17,6 +18,8 @@ func semanticsState() *proxy.State {
 		port("default/ext:/TCP", "10.96.0.11", 80, eps(remote), externalIPs("198.51.100.1")),
 		port("default/lb:/TCP", "10.96.0.30", 443, eps(remote), nodePort(30443),
 			loadBalancer("198.51.100.100"), sourceRanges("203.0.113.0/25", "192.0.2.0/24")),
+		port("default/lb-node:/TCP", "10.96.0.31", 443, eps(remote),
+			loadBalancer("198.51.100.102"), sourceRanges("203.0.113.0/25", "192.168.0.0/24")),
 		port("default/local:/TCP", "10.96.0.40", 80, eps(local, remote), nodePort(30040),
 			loadBalancer("198.51.100.101"), externalLocal),
 		port("default/remote-only:/TCP", "10.96.0.41", 80, eps(remote), nodePort(30041),
@@ -58,6 +61,11 @@ func TestPacketsFollowEveryServiceSemantic(t *testing.T) {
 		{"a load-balancer IP admits a source in its other range", "outside", "tcp", "192.0.2.7", "198.51.100.100:443", 0, "accept, DNAT to 10.244.2.7:8080, masqueraded"},
 		{"a load-balancer IP drops a source outside its ranges", "outside", "tcp", "203.0.113.200", "198.51.100.100:443", 0, "drop"},
 		{"the node is outside the ranges too", "node", "tcp", "192.168.0.10", "198.51.100.100:443", 0, "drop"},
+		{"source ranges that include the node allow the service's own load-balancer IP as a source", "node", "tcp", "198.51.100.102", "198.51.100.102:443", 0, "accept, DNAT to 10.244.2.7:8080, masqueraded"},
+		{"source ranges that include the node admit the node's own IP", "node", "tcp", "192.168.0.10", "198.51.100.102:443", 0, "accept, DNAT to 10.244.2.7:8080, masqueraded"},
+		{"source ranges that include the node still drop other sources", "outside", "tcp", "203.0.113.200", "198.51.100.102:443", 0, "drop"},
+		{"source ranges that include the node do not admit another service's load-balancer IP", "node", "tcp", "198.51.100.100", "198.51.100.102:443", 0, "drop"},
+		{"source ranges that exclude the node do not", "node", "tcp", "198.51.100.100", "198.51.100.100:443", 0, "drop"},
 		{"source ranges do not guard the node port", "outside", "tcp", "203.0.113.200", "192.168.0.10:30443", 0, "accept, DNAT to 10.244.2.7:8080, masqueraded"},
 		{"eTP Local keeps the client's IP and uses a local endpoint", "outside", "tcp", "203.0.113.7", "198.51.100.101:80", 1, "accept, DNAT to 10.244.1.5:8080"},
 		{"eTP Local node ports keep the client's IP too", "outside", "tcp", "203.0.113.7", "192.168.0.10:30040", 1, "accept, DNAT to 10.244.1.5:8080"},
@@ -82,12 +90,25 @@ func TestPacketsFollowEveryServiceSemantic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := newTracer(t, fake, "192.168.0.10", "172.16.0.10", "fd00:1::10")
+			tr := newTracer(t, fake, "192.168.0.10", "172.16.0.10", "198.51.100.102", "fd00:1::10")
 			tr.pick = tt.pick
 			if got := tr.Trace(tt.from, tt.proto, tt.src, tt.dst); got.String() != tt.want {
 				t.Errorf("%s %s -> %s from %s: got %s, want %s", tt.proto, tt.src, tt.dst, tt.from, tr.describe(got), tt.want)
 			}
 		})
+	}
+}
+
+func TestWithoutNodeIPsNoLoadBalancerIPIsAdmittedAsASource(t *testing.T) {
+	b, fake := newFakeBackend(t, func(o *Options) { o.NodeIPs = nil })
+	mustSync(t, b, proxy.Update{State: semanticsState(), Full: true})
+	tr := newTracer(t, fake, "192.168.0.10", "198.51.100.102")
+	if got := tr.Trace("node", "tcp", "198.51.100.102", "198.51.100.102:443"); got.String() != "drop" {
+		t.Errorf("got %s, want drop", tr.describe(got))
+	}
+	// The ranges themselves still apply.
+	if got := tr.Trace("node", "tcp", "192.168.0.10", "198.51.100.102:443"); got.String() != "accept, DNAT to 10.244.2.7:8080, masqueraded" {
+		t.Errorf("got %s, want the node admitted by the ranges", tr.describe(got))
 	}
 }
 

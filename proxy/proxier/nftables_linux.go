@@ -17,6 +17,7 @@ func NFTablesOptions(cfg *config.AgentConfiguration, node Node) (nftables.Option
 		LocalTrafficCIDRs: LocalTrafficCIDRs(cfg, node),
 		ServiceCIDRs:      cfg.EffectiveServiceCIDRs(),
 		NodePortAddresses: nodePorts,
+		NodeIPs:           node.IPs,
 		MasqueradeAll:     cfg.Linux.MasqueradeAll,
 	}, nil
 }
