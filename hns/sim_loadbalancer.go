@@ -171,9 +171,12 @@ func (s *Simulator) validateLBEndpoints(op Op, label string, lb *LoadBalancer) e
 }
 
 // frontendKey is what two load balancers may not share: a VIP ("" for the
-// host's own addresses), protocol and external port.
+// host's own addresses, of the family the IPv6 flag says: dual-stack
+// node ports are one load balancer per family), protocol and external
+// port.
 type frontendKey struct {
 	vip   string
+	ipv6  bool
 	proto Protocol
 	port  uint16
 }
@@ -189,7 +192,7 @@ func frontendKeys(lb *LoadBalancer) []frontendKey {
 			v = a.String()
 		}
 		for _, pm := range lb.PortMappings {
-			keys = append(keys, frontendKey{vip: v, proto: pm.Protocol, port: pm.ExternalPort})
+			keys = append(keys, frontendKey{vip: v, ipv6: v == "" && lb.Flags&LoadBalancerFlagsIPv6 != 0, proto: pm.Protocol, port: pm.ExternalPort})
 		}
 	}
 	return keys

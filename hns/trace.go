@@ -232,7 +232,7 @@ func (s *Simulator) matchLoadBalancer(from Entry, p tracePacket) *LoadBalancer {
 
 func (s *Simulator) frontendApplies(from Entry, lb *LoadBalancer, pm PortMapping, dst netip.Addr) bool {
 	if len(lb.FrontendVIPs) == 0 {
-		if !s.hostAddress(dst) {
+		if !s.hostAddress(dst) || dst.Is6() != (lb.Flags&LoadBalancerFlagsIPv6 != 0) {
 			return false
 		}
 		return from != FromHost || pm.Flags&PortMappingFlagsLocalRoutedVIP != 0

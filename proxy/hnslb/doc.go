@@ -1,0 +1,114 @@
+// Package hnslb is the Windows service proxy backend: it implements
+// proxy.Backend with HNS load balancers and remote endpoints, through
+// hns.Interface only, so it compiles everywhere and is tested on Linux
+// against hns.Simulator (kube-proxy winkernel's behavior is the
+// reference; the facts below say where it comes from).
+//
+// # What it programs
+//
+// Per service port, one HNS load balancer per frontend, one port mapping
+// each (protocol TCP or UDP; SCTP ports get a warning event and nothing
+// else, HNS has no SCTP):
+//
+//	cluster IP       VIP = cluster IP, port → target port, no port flags
+//	                 (kube-proxy sets no ILB flag: without VipExternalIP
+//	                 the frontend is internal), DSR when Options.EnableDSR
+//	node port        no VIP (every node address), LocalRoutedVIP |
+//	                 VipExternalIP
+//	external IP      VIP = the IP, VipExternalIP
+//	ingress IP       VIP = the IP, VipExternalIP
+//	health check     with Options.ForwardHealthCheckVIP, per ingress IP:
+//	                 TCP health-check node port → the host's endpoint
+//
+// Backends are InternalEndpoints (cluster IP) and ExternalEndpoints (the
+// others), already filtered by the brain (readiness, terminating
+// fallback, traffic policies, topology, KEP-5100's DSR rules). A frontend
+// with no backend gets no load balancer (kube-proxy's choice; HNS then
+// routes the VIP like any address).
+//
+// DSR: the cluster-IP load balancers carry the DSR flag when EnableDSR
+// is on, on every create and update. External frontends use DSR when
+// externalTrafficPolicy is Local (all their backends are then local, so
+// the reply passes this host's load balancer and the backend sees the
+// client's address) on any host with DSR, as kube-proxy does; with eTP
+// Cluster they never do, since a remote backend's reply would not pass
+// this host. `preserve-destination: "true"` adds DSR, UseMux and
+// PreserveDIP on the ingress load balancers and limits node-port and
+// ingress backends to local ones. A host without DSR gets an event
+// instead (the backend sees the node's address).
+//
+// Session affinity ClientIP is DistributionType SourceIP where HNS
+// supports it (12.0 and newer); elsewhere an event and an Observe count
+// (OpAffinityUnsupported), and the port is programmed without it.
+//
+// Source VIP (the SNAT address of non-DSR traffic), per load balancer,
+// KEP-5100: on overlay, this node's IP when a backend is (a) outside
+// every cluster CIDR or (b) another node's address (hostNetwork pods);
+// otherwise (c) the network's source VIP. On l2bridge, the node IP.
+//
+// Remote endpoints: every backend that is not a local pod is an HNS
+// remote endpoint named RemoteEndpointName(ip), MAC 02-11-<address> as
+// kube-proxy conjures it; on overlay with a ProviderAddress policy: the
+// node whose pod CIDR holds the address, a remote node's own address for
+// itself, else this node's IP (addresses outside the cluster leave
+// through this node). On overlay each cluster IP also gets one (provider
+// address this node, the host's MAC), as kube-proxy creates. A remote
+// endpoint is shared by every load balancer using its address and
+// deleted when the last one goes. An address inside this node's pod CIDR
+// is never made a remote endpoint (it would shadow, and in HNS block, the
+// local pod that owns it); one of ours found there is deleted first.
+// This node's own address as a backend (a hostNetwork pod here) is a
+// remote endpoint on this node's provider address. Local pods' endpoints
+// are the ones CNI created, found by address in a listing of the network.
+//
+// Backend limit: at most Options.MaxBackendsPerLoadBalancer (64, what
+// Windows documents) per load balancer, ready ones first, then local
+// ones, then by address; the cut is reported as a warning event on the
+// Service, a log line and an Observe count (OpBackendLimit) rather than
+// left to fail in HNS. HNS load balancers have one target port: endpoints
+// with another port than the preferred one's are left out, likewise
+// reported.
+//
+// # Syncs and the DiffStore
+//
+// The desired load balancers, keyed by frontend and owned by service
+// port, live in a diffstore.Store. A partial sync re-plans only the
+// changed ports and writes exactly what the store's Diff says: an
+// endpoint change is one UpdateLoadBalancer per affected frontend where
+// HNS supports in-place updates (Features().ModifyLoadbalancer), a delete
+// and a create elsewhere, and no listing of HNS unless a pod that is new
+// since the last listing must be found. Remote endpoints are created
+// when their use count leaves zero and deleted when it returns to it.
+//
+// A full sync (the first, the periodic one, every one after a failure or
+// after the network facts changed) reads HNS with three calls (the
+// network, its endpoints, all load balancers), compares everything with
+// the desired state and writes only the differences: on a node that is
+// already right, zero writes. This is the adoption on start and the
+// periodic self-healing alike: a load balancer or remote endpoint
+// deleted out of band is back after one full sync.
+//
+// # What is ours
+//
+// Load balancers: those whose frontend is a node port (no VIP), a node
+// address, inside Options.ServiceCIDRs, any cluster, external or ingress
+// IP of a current service, or that use one of our remote endpoints; and
+// those this process created. Only these are ever updated or deleted;
+// others are left alone (a frontend a service wants that someone else's
+// load balancer holds is taken over). Endpoints: remote endpoints whose
+// name starts with RemoteEndpointPrefix. Local endpoints (CNI's, the
+// source VIP's) are never written; someone else's remote endpoint for an
+// address we need is used as it is.
+//
+// # Errors
+//
+// Every HNS error fails the sync after the rest of the round was tried
+// (a run of maxConsecutiveErrors failures ends it early: HNS is likely
+// restarting), the DiffStore round is aborted, and the runner retries
+// with a full sync. A failed read is never taken to mean "absent".
+// "Already exists" on a create is answered by a lookup: the object found
+// is adopted when right and replaced when not. An in-place update that
+// HNS refuses as not supported switches the backend to delete and
+// create. A new HNS network ID (the network was re-created, e.g. after
+// an HNS restart with a non-persistent network) starts from nothing.
+package hnslb
