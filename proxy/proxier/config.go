@@ -8,6 +8,7 @@ import (
 	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/proxy"
 	"github.com/nodenet/nodenet/proxy/brain"
+	"github.com/nodenet/nodenet/proxy/hnslb"
 )
 
 // The one config, translated: every proxy setting the agent and nodenetctl
@@ -96,4 +97,21 @@ func ofFamilies(prefixes []netip.Prefix, families []proxy.IPFamily) []netip.Pref
 
 func containsFamily(families []proxy.IPFamily, f proxy.IPFamily) bool {
 	return slices.Contains(families, f)
+}
+
+// HNSOptions returns the HNS backend's options from the config, for the
+// node network part network (HNS, Recorder, Observe and Logger are the
+// caller's).
+func HNSOptions(cfg *config.AgentConfiguration, network hnslb.Network) hnslb.Options {
+	opts := hnslb.Options{
+		Network:                    network,
+		ClusterCIDRs:               cfg.EffectiveClusterCIDRs(),
+		ServiceCIDRs:               cfg.EffectiveServiceCIDRs(),
+		EnableDSR:                  cfg.Proxy.EnableDSR,
+		MaxBackendsPerLoadBalancer: int(cfg.Windows.MaxBackendsPerLoadBalancer),
+	}
+	if ap, err := netip.ParseAddrPort(cfg.Proxy.HealthzBindAddress); err == nil {
+		opts.HealthzPort = ap.Port()
+	}
+	return opts
 }

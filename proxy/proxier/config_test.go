@@ -102,6 +102,13 @@ func TestConfigTranslation(t *testing.T) {
 			if diff := cmp.Diff(tt.wantNodePorts, prefixStrings(ports)); diff != "" {
 				t.Errorf("node-port prefixes (-want +got):\n%s", diff)
 			}
+			h := HNSOptions(cfg, nil)
+			if h.EnableDSR != tt.wantDSR || h.MaxBackendsPerLoadBalancer != 64 || h.HealthzPort != 10256 {
+				t.Errorf("HNS options %+v, want DSR %v, 64 backends per load balancer, healthz port 10256", h, tt.wantDSR)
+			}
+			if got, want := prefixStrings(h.ClusterCIDRs), prefixStrings(cfg.EffectiveClusterCIDRs()); !cmp.Equal(got, want) {
+				t.Errorf("HNS cluster CIDRs %v, want the effective ones %v", got, want)
+			}
 		})
 	}
 }
