@@ -1,0 +1,307 @@
+package deploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/nodenet/nodenet/test/apiserver"
+)
+
+// The user and groups of the agent's service account token.
+var (
+	agentUser   = fmt.Sprintf("system:serviceaccount:%s:%s", namespace, serviceAccount)
+	agentGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+)
+
+// nodeNameExtra is where a pod-bound token carries its node.
+const nodeNameExtra = "authentication.kubernetes.io/node-name"
+
+// The node policy's denials (base/node-policy.yaml).
+const (
+	deniedOtherNode = "nodenet-agent may only write its own Node"
+	deniedMetadata  = "nodenet-agent may only change flannel.alpha.coreos.com/ annotations on its Node"
+	deniedStatus    = "nodenet-agent may only change the NetworkUnavailable condition in its Node's status"
+)
+
+// TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege applies
+// every manifest to a real kube-apiserver (with RBAC authorization, as in
+// a cluster), first as a server-side dry run, then for real, and checks
+// what the agent's service account may do.
+func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T) {
+	apiserver.RequireBinaries(t, apiserver.Options{})
+	srv := apiserver.StartForTest(t, apiserver.Options{KubeAPIServer: withRBAC(t)})
+	ctx := t.Context()
+	client := srv.Client()
+	dyn, err := dynamic.NewForConfig(srv.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := restmapper.GetAPIGroupResources(client.Discovery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+
+	// deploy/ and the migration overlay's DaemonSets, each object once.
+	objects := mustRender(t, ".")
+	for _, o := range mustRender(t, "migration") {
+		if o.gvk.Kind == "DaemonSet" {
+			objects = append(objects, o)
+		}
+	}
+	ns := find[*v1.Namespace](t, objects, namespace)
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+
+	create := func(o object, dryRun []string) error {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(o.json, &u.Object); err != nil {
+			return err
+		}
+		m, err := mapper.RESTMapping(o.gvk.GroupKind(), o.gvk.Version)
+		if err != nil {
+			return err
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		}
+		_, err = ri.Create(ctx, u, metav1.CreateOptions{DryRun: dryRun, FieldValidation: metav1.FieldValidationStrict})
+		return err
+	}
+
+	t.Run("every object passes a server-side dry run with strict field validation", func(t *testing.T) {
+		for _, o := range objects {
+			if o.gvk.Kind == "Namespace" {
+				continue
+			}
+			if err := create(o, []string{metav1.DryRunAll}); err != nil {
+				t.Errorf("%s (%s): %v", o.id(), o.file, err)
+			}
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	for _, o := range mustRender(t, ".") {
+		if o.gvk.Kind == "Namespace" {
+			continue
+		}
+		if err := create(o, nil); err != nil {
+			t.Fatalf("create %s: %v", o.id(), err)
+		}
+	}
+
+	t.Run("the agent's service account may do what the agent does and nothing more", func(t *testing.T) {
+		for _, c := range []struct {
+			attrs authorizationv1.ResourceAttributes
+			allow bool
+		}{
+			{attrs(v1.GroupName, "services", "", "list"), true},
+			{attrs(v1.GroupName, "services", "", "watch"), true},
+			{attrs("discovery.k8s.io", "endpointslices", "", "list"), true},
+			{attrs("discovery.k8s.io", "endpointslices", "", "watch"), true},
+			{attrs(v1.GroupName, "nodes", "", "get"), true},
+			{attrs(v1.GroupName, "nodes", "", "list"), true},
+			{attrs(v1.GroupName, "nodes", "", "watch"), true},
+			{attrs(v1.GroupName, "nodes", "", "patch"), true},
+			{attrs(v1.GroupName, "nodes", "status", "patch"), true},
+			{nsAttrs(v1.GroupName, "events", "default", "create"), true},
+			{nsAttrs(v1.GroupName, "events", "default", "patch"), true},
+			{nsAttrs(v1.GroupName, "events", "app", "create"), true},
+
+			{attrs(v1.GroupName, "nodes", "", "update"), false},
+			{attrs(v1.GroupName, "nodes", "", "delete"), false},
+			{attrs(v1.GroupName, "nodes", "", "create"), false},
+			{attrs(v1.GroupName, "nodes", "status", "update"), false},
+			{attrs(v1.GroupName, "services", "", "get"), false},
+			{nsAttrs(v1.GroupName, "services", "app", "update"), false},
+			{nsAttrs(v1.GroupName, "services", "app", "patch"), false},
+			{attrs(v1.GroupName, "services", "status", "patch"), false},
+			{nsAttrs("discovery.k8s.io", "endpointslices", "app", "create"), false},
+			{attrs(v1.GroupName, "endpoints", "", "list"), false},
+			{attrs(v1.GroupName, "pods", "", "list"), false},
+			{nsAttrs(v1.GroupName, "secrets", namespace, "get"), false},
+			{attrs(v1.GroupName, "secrets", "", "list"), false},
+			{nsAttrs(v1.GroupName, "configmaps", namespace, "get"), false},
+			{nsAttrs(v1.GroupName, "events", "default", "delete"), false},
+			{nsAttrs(v1.GroupName, "events", "default", "list"), false},
+			{nsAttrs("events.k8s.io", "events", "app", "create"), false},
+			{attrs("rbac.authorization.k8s.io", "clusterroles", "", "escalate"), false},
+		} {
+			a := c.attrs
+			name := fmt.Sprintf("%s %s/%s/%s in %q", a.Verb, a.Group, a.Resource, a.Subresource, a.Namespace)
+			review, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: agentUser, Groups: agentGroups, ResourceAttributes: &a},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if review.Status.Allowed != c.allow {
+				t.Errorf("%s: allowed %v, want %v (%s)", name, review.Status.Allowed, c.allow, review.Status.Reason)
+			}
+		}
+	})
+
+	t.Run("the node policy lets an agent write only its own Node's flannel annotations and NetworkUnavailable", func(t *testing.T) {
+		for _, name := range []string{"node-a", "node-b"} {
+			node := &v1.Node{
+				ObjectMeta: metav1.ObjectMeta{
+					Name:        name,
+					Labels:      map[string]string{v1.LabelOSStable: "linux"},
+					Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"},
+				},
+				Spec: v1.NodeSpec{PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.1.0/24"}},
+			}
+			if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady"}}
+			if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		onNodeA := agentClient(t, srv.RESTConfig(), "node-a")
+		unbound := agentClient(t, srv.RESTConfig(), "")
+		// The apiserver loads a new policy asynchronously: wait until it
+		// denies a dry-run write to another Node.
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := onNodeA.CoreV1().Nodes().Patch(ctx, "node-b", types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"flannel.alpha.coreos.com/public-ip":"192.168.1.11"}}}`),
+				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return apierrors.IsForbidden(err), nil
+		})
+		if err != nil {
+			t.Fatalf("the node policy never took effect: %v", err)
+		}
+		// The patches the overlay controller sends (overlay/status.go).
+		flannel := `{"metadata":{"annotations":{"flannel.alpha.coreos.com/public-ip":"192.168.1.10","flannel.alpha.coreos.com/kube-subnet-manager":"true"}}}`
+		networkReady := `{"status":{"conditions":[{"type":"NetworkUnavailable","status":"False","reason":"NodenetReady","message":"ok","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+		for _, c := range []struct {
+			name      string
+			client    kubernetes.Interface
+			node      string
+			patchType types.PatchType
+			patch     string
+			status    bool
+			denial    string // the policy message that denies it; "" when allowed
+		}{
+			{"flannel annotations on its own Node", onNodeA, "node-a", types.MergePatchType, flannel, false, ""},
+			{"NetworkUnavailable on its own Node", onNodeA, "node-a", types.StrategicMergePatchType, networkReady, true, ""},
+			{"flannel annotations on another Node", onNodeA, "node-b", types.MergePatchType, flannel, false, deniedOtherNode},
+			{"NetworkUnavailable on another Node", onNodeA, "node-b", types.StrategicMergePatchType, networkReady, true, deniedOtherNode},
+			{"flannel annotations from a token bound to no node", unbound, "node-a", types.MergePatchType, flannel, false, deniedOtherNode},
+			{"another annotation on its own Node", onNodeA, "node-a", types.MergePatchType, `{"metadata":{"annotations":{"example.com/x":"y"}}}`, false, deniedMetadata},
+			{"removing another annotation", onNodeA, "node-a", types.MergePatchType, `{"metadata":{"annotations":{"node.alpha.kubernetes.io/ttl":null}}}`, false, deniedMetadata},
+			{"a label on its own Node", onNodeA, "node-a", types.MergePatchType, `{"metadata":{"labels":{"example.com/x":"y"}}}`, false, deniedMetadata},
+			{"cordoning its own Node", onNodeA, "node-a", types.MergePatchType, `{"spec":{"unschedulable":true}}`, false, deniedMetadata},
+			{"the Ready condition of its own Node", onNodeA, "node-a", types.StrategicMergePatchType, `{"status":{"conditions":[{"type":"Ready","status":"False","reason":"X"}]}}`, true, deniedStatus},
+			{"the addresses of its own Node", onNodeA, "node-a", types.StrategicMergePatchType, `{"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.9"}]}}`, true, deniedStatus},
+		} {
+			var sub []string
+			if c.status {
+				sub = []string{"status"}
+			}
+			_, err := c.client.CoreV1().Nodes().Patch(ctx, c.node, c.patchType, []byte(c.patch), metav1.PatchOptions{}, sub...)
+			switch {
+			case c.denial == "" && err != nil:
+				t.Errorf("%s: %v", c.name, err)
+			case c.denial != "" && err == nil:
+				t.Errorf("%s: allowed, want it denied", c.name)
+			// An expression that fails to evaluate denies too (fail
+			// closed), but for the wrong reason: want the rule's message.
+			case c.denial != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "denied request: "+c.denial)):
+				t.Errorf("%s: %v, want it denied with %q", c.name, err, c.denial)
+			}
+		}
+		a, err := client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Annotations["flannel.alpha.coreos.com/public-ip"] != "192.168.1.10" || a.Annotations["node.alpha.kubernetes.io/ttl"] != "0" {
+			t.Errorf("node-a annotations %v: want the flannel ones added and the rest kept", a.Annotations)
+		}
+		var conds []string
+		for _, c := range a.Status.Conditions {
+			conds = append(conds, string(c.Type)+"="+string(c.Status))
+		}
+		slices.Sort(conds)
+		if strings.Join(conds, ",") != "NetworkUnavailable=False,Ready=True" {
+			t.Errorf("node-a conditions %v, want NetworkUnavailable=False and Ready=True", conds)
+		}
+	})
+}
+
+// withRBAC returns a kube-apiserver that authorizes with RBAC: a wrapper
+// of the real binary that swaps test/apiserver's AlwaysAllow (a repeated
+// --authorization-mode would be appended to it, not replace it).
+func withRBAC(t *testing.T) string {
+	t.Helper()
+	real := os.Getenv(apiserver.EnvKubeAPIServer)
+	if real == "" {
+		root, err := apiserver.CacheRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		real = filepath.Join(root, "kube-"+apiserver.KubeVersion, "kube-apiserver")
+	}
+	script := `#!/bin/sh
+n=$#
+while [ "$n" -gt 0 ]; do
+	a=$1; shift; n=$((n - 1))
+	[ "$a" = --authorization-mode=AlwaysAllow ] && a=--authorization-mode=RBAC
+	set -- "$@" "$a"
+done
+exec '` + real + `' "$@"
+`
+	wrapper := filepath.Join(t.TempDir(), "kube-apiserver")
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return wrapper
+}
+
+func attrs(group, resource, subresource, verb string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Group: group, Resource: resource, Subresource: subresource, Verb: verb}
+}
+
+func nsAttrs(group, resource, ns, verb string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Group: group, Resource: resource, Namespace: ns, Verb: verb}
+}
+
+// agentClient acts as the agent's service account with a token bound to
+// a pod on node ("" for a token bound to no pod).
+func agentClient(t *testing.T, admin *rest.Config, node string) kubernetes.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: agentUser, Groups: agentGroups}
+	if node != "" {
+		cfg.Impersonate.Extra = map[string][]string{nodeNameExtra: {node}}
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
