@@ -32,6 +32,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runConfig(args[1:], stdout, stderr)
 	case "proxy":
 		return runProxy(args[1:], stdout, stderr)
+	case "status", "services", "dump", "doctor":
+		return newCtl(stdout, stderr).run(args)
 	}
 	fmt.Fprintf(stderr, "nodenetctl: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
@@ -44,9 +46,13 @@ func isHelp(arg string) bool {
 const usage = `Usage: nodenetctl <command> [flags]
 
 Commands:
+  status            show this node's agent: network, CNI, proxy, readiness, sync ages
+  services          list the service ports programmed on this node, with their backends
+  dump [hns|nft]    print what the dataplane holds (HNS objects or the nftables table)
+  doctor            check that config, conflist, network, proxy and Node agree; say what to fix
   config validate   check a config and print every warning and error
   config convert    print a kube-proxy, flannel or nodenet config as an AgentConfiguration
   proxy render      print what the service proxy programs for a folder of manifests
 
-Run "nodenetctl <command> <subcommand> --help" for its flags.
+Run "nodenetctl <command> [<subcommand>] --help" for its flags.
 `

@@ -191,7 +191,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"no command prints usage", nil, 2, "Usage: nodenetctl"},
 		{"help is not an error", []string{"--help"}, 0, "Usage: nodenetctl"},
-		{"an unknown command is named", []string{"status"}, 2, `unknown command "status"`},
+		{"an unknown command is named", []string{"stauts"}, 2, `unknown command "stauts"`},
 		{"an unknown config command is named", []string{"config", "lint"}, 2, `unknown command "lint"`},
 		{"config without a command prints its usage", []string{"config"}, 2, "Usage: nodenetctl config"},
 		{"--config is required", []string{"config", "validate"}, 2, "--config is required"},

@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/agent/status"
+	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/hns"
+	"github.com/nodenet/nodenet/overlay"
+	"github.com/nodenet/nodenet/proxy/healthcheck"
+	"github.com/nodenet/nodenet/proxy/hnslb"
+	"github.com/nodenet/nodenet/proxy/metrics"
+	"github.com/nodenet/nodenet/proxy/proxier"
+	"github.com/nodenet/nodenet/proxy/source"
+)
+
+// The overlay Controller is the HNS backend's view of the network.
+var _ hnslb.Network = (*overlay.Controller)(nil)
+
+// Agent is one nodenet-agent process: New loads and checks the config,
+// Run does everything else.
+type Agent struct {
+	opts    Options
+	loaded  *LoadedConfig
+	cfg     *config.AgentConfiguration
+	source  source.Spec
+	log     klog.Logger
+	version string
+	hostHNS hns.Interface
+
+	// rt is what Run built; nil fields before Run gets to them.
+	mu sync.Mutex
+	rt runtimeState
+}
+
+// runtimeState is what Run builds, read by the local API and /readyz.
+type runtimeState struct {
+	started   time.Time
+	dp        *dataplane
+	ctrl      *overlay.Controller
+	cniReady  bool
+	local     *overlay.LocalNetwork
+	proxier   *proxier.Proxier
+	proxyNode proxier.Node
+	health    *healthcheck.ProxyHealth
+}
+
+// New checks opts and loads the config. Config problems are an error
+// naming every field unless the config sets configHardFail: false, in which
+// case they are logged (and later recorded on the Node) and the agent goes
+// on with what loaded. New reads the host at most (the HNS version and
+// features); it writes nothing.
+func New(opts Options) (*Agent, error) {
+	if opts.ConfigFile == "" {
+		return nil, errors.New("--config is required")
+	}
+	if opts.Dataplane == "" {
+		opts.Dataplane = DefaultDataplane()
+	}
+	if _, err := ParseDataplane(string(opts.Dataplane)); err != nil {
+		return nil, err
+	}
+	src, err := source.Parse(opts.Source)
+	if err != nil {
+		return nil, fmt.Errorf("--source: %w", err)
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = klog.Background()
+	}
+	if opts.Version == "" {
+		opts.Version = buildVersion()
+	}
+	a := &Agent{opts: opts, source: src, version: opts.Version}
+	loaded, err := LoadConfig(opts.ConfigFile, opts.Dataplane, opts.Getenv, opts.Hostname)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Dataplane == DataplaneHNS {
+		h, features, version, err := openHostHNS(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		loaded.checkCapabilities(features, version)
+		a.hostHNS = h
+	}
+	a.loaded, a.cfg = loaded, loaded.Config
+	a.log = opts.Logger.WithValues("node", a.cfg.NodeName)
+	for _, w := range loaded.Warnings {
+		a.log.Info("Config warning", "warning", w.String())
+	}
+	if err := loaded.Err(); err != nil {
+		if a.cfg.HardFail() {
+			return nil, &ConfigError{File: opts.ConfigFile, Config: loaded}
+		}
+		a.log.Error(err, "Config has errors; going on with what loaded because configHardFail is false", "config", opts.ConfigFile)
+	}
+	return a, nil
+}
+
+// Config returns the loaded config, defaulted.
+func (a *Agent) Config() *config.AgentConfiguration { return a.cfg }
+
+// Run runs the agent until ctx ends (see the package documentation for
+// the order) and returns nil then; it returns an error when a part fails
+// for good. The dataplane stays programmed either way.
+func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cfg, log := a.cfg, a.log
+	a.mu.Lock()
+	a.rt.started = time.Now()
+	a.mu.Unlock()
+	log.Info("Starting nodenet-agent", "version", a.version, "dataplane", a.opts.Dataplane, "source", a.source.String(),
+		"mode", cfg.Network.Mode, "network", cfg.Network.Name, "dsr", cfg.Proxy.EnableDSR)
+
+	client, err := newClient(a.opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	events := newEvents(client, cfg.NodeName)
+	defer events.shutdown()
+	events.configProblems(a.loaded)
+
+	dp, err := buildDataplane(ctx, a.opts.Dataplane, buildInputs{cfg: cfg, client: client, logger: log, hostHNS: a.hostHNS})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer dp.close()
+
+	cniLog := log
+	cniServer, err := cni.NewServer(cni.ServerOptions{
+		SocketPath: cfg.CNI.SocketPath,
+		IPAMDir:    filepath.Join(cfg.CNI.DataDir, "ipam"),
+		Wiring:     dp.wiring,
+		Logger:     &cniLog,
+	})
+	if err != nil {
+		return fmt.Errorf("CNI server: %w", err)
+	}
+	defer cniServer.Close()
+	cniListener, err := cniServer.Listen()
+	if err != nil {
+		return fmt.Errorf("CNI server: %w", err)
+	}
+	statusListener, err := status.Listen(status.SocketPath(cfg.CNI.SocketPath))
+	if err != nil {
+		cniListener.Close()
+		return err
+	}
+
+	reg := metrics.NewRegistry()
+	m := metrics.New(reg, proxier.Families(cfg)...)
+	health := healthcheck.NewProxyHealth(healthcheck.ProxyHealthOptions{
+		HealthTimeout: 2 * cfg.SyncPeriod.Duration, Probes: m, Logger: log,
+	})
+
+	networkReady := make(chan struct{})
+	var readyOnce sync.Once
+	g := newGroup(ctx, cancel)
+	ctrl, err := overlay.NewController(overlay.ControllerOptions{
+		Config:    cfg,
+		NodeName:  cfg.NodeName,
+		Client:    client,
+		Dataplane: dp.network,
+		OnReady: func(local *overlay.LocalNetwork) {
+			if err := cniServer.SetNetwork(NodeNetwork(cfg, local)); err != nil {
+				g.fail(fmt.Errorf("hand the network to the CNI server: %w", err))
+				return
+			}
+			a.networkReady(local)
+			readyOnce.Do(func() { close(networkReady) })
+		},
+		OnNotReady: func(err error) {
+			log.Info("Node network no longer ready; pods already wired keep working", "err", err.Error())
+		},
+		Recorder: events.recorder,
+		Logger:   log.WithName("network"),
+	})
+	if err != nil {
+		cniListener.Close()
+		statusListener.Close()
+		return err
+	}
+	a.mu.Lock()
+	a.rt.dp, a.rt.ctrl, a.rt.health = dp, ctrl, health
+	a.mu.Unlock()
+
+	g.run("CNI server", func() error { return cniServer.Serve(ctx, cniListener) })
+	g.run("local API", func() error { return status.Serve(ctx, statusListener, status.NewHandler(a)) })
+	g.run("health server", func() error {
+		return serveHTTP(ctx, cfg.Proxy.HealthzBindAddress, a.healthHandler(health), log)
+	})
+	g.run("metrics server", func() error {
+		return serveHTTP(ctx, cfg.Proxy.MetricsBindAddress, metrics.Handler(reg), log)
+	})
+	g.run("network", func() error { return ctrl.Run(ctx) })
+	g.run("conflist", func() error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-networkReady:
+		}
+		return a.keepConflist(ctx)
+	})
+	g.run("proxy", func() error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-networkReady:
+		}
+		return a.runProxy(ctx, proxyInputs{client: client, ctrl: ctrl, dp: dp, metrics: m, health: health, recorder: events.recorder})
+	})
+	err = g.wait()
+	if err == nil {
+		log.Info("nodenet-agent stopped; the dataplane stays programmed")
+	}
+	return err
+}
+
+// networkReady records a ready network (the CNI server has it now).
+func (a *Agent) networkReady(local *overlay.LocalNetwork) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rt.cniReady, a.rt.local = true, local
+	if a.rt.proxier != nil {
+		if now := ProxyNode(a.cfg.NodeName, local); !sameNode(now, a.rt.proxyNode) {
+			a.log.Info("The node's IPs or pod CIDRs changed after the proxy started; restart the agent for the proxy to use them",
+				"was", a.rt.proxyNode, "now", now)
+		}
+	}
+}
+
+// keepConflist writes the conflist (once the network exists, so the
+// runtime only sees a CNI config that works) and keeps it in place. An
+// equal file is left alone.
+func (a *Agent) keepConflist(ctx context.Context) error {
+	content, err := cni.RenderConflist(a.cfg)
+	if err != nil {
+		return err
+	}
+	log := a.log.WithName("conflist")
+	w := &cni.ConflistWriter{Path: conflistPath(a.cfg.CNI.ConfDir, a.cfg.CNI.ConflistName), Content: content, Logger: &log}
+	wrote, err := w.Ensure()
+	if err != nil {
+		return fmt.Errorf("write the CNI conflist: %w", err)
+	}
+	if wrote {
+		log.Info("Wrote the CNI conflist", "path", w.Path)
+	}
+	return w.Run(ctx, a.cfg.SyncPeriod.Duration)
+}
+
+// newClient is the API client: in-cluster by default, else kubeconfig.
+func newClient(kubeconfig string) (kubernetes.Interface, error) {
+	var rc *rest.Config
+	var err error
+	if kubeconfig == "" {
+		rc, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster API config (pass --kubeconfig outside a pod): %w", err)
+		}
+	} else {
+		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		}
+	}
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "nodenet-agent"
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("API client: %w", err)
+	}
+	return client, nil
+}

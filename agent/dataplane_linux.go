@@ -1,0 +1,101 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/knftables"
+
+	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/agent/status"
+	"github.com/nodenet/nodenet/cni/hostport"
+	"github.com/nodenet/nodenet/cni/vethbridge"
+	"github.com/nodenet/nodenet/overlay/linuxnet"
+	"github.com/nodenet/nodenet/proxy"
+	"github.com/nodenet/nodenet/proxy/conntrack"
+	"github.com/nodenet/nodenet/proxy/nftables"
+	"github.com/nodenet/nodenet/proxy/proxier"
+)
+
+// buildLinux builds the Linux dataplane in the agent's own network
+// namespace (a host-network pod's: the node's).
+func buildLinux(in buildInputs) (*dataplane, error) {
+	log := in.logger
+	network, err := linuxnet.New(linuxnet.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("linux network: %w", err)
+	}
+	vethLog := log.WithName("vethbridge")
+	veth, err := vethbridge.New(vethbridge.Options{Logger: &vethLog})
+	if err != nil {
+		network.Close()
+		return nil, fmt.Errorf("pod wiring: %w", err)
+	}
+	hpLog := log.WithName("hostport")
+	wiring, err := hostport.New(hostport.Options{Inner: veth, Logger: &hpLog})
+	if err != nil {
+		network.Close()
+		return nil, fmt.Errorf("hostPort wiring: %w", err)
+	}
+	return &dataplane{
+		network:    network,
+		wiring:     wiring,
+		newBackend: newNFTablesBackend,
+		beforeProxy: func(cfg *config.AgentConfiguration, log klog.Logger) error {
+			return applyConntrack(cfg, procSysNetfilter, log)
+		},
+		dump:             dumpNFTables,
+		healthCheckPorts: true,
+		close:            network.Close,
+	}, nil
+}
+
+// newNFTablesBackend is the Linux proxy backend: nftables with conntrack
+// cleanup, its transactions observed by the metrics.
+func newNFTablesBackend(in backendInputs) (proxy.Backend, error) {
+	opts, err := proxier.NFTablesOptions(in.cfg, in.node)
+	if err != nil {
+		return nil, err
+	}
+	nft, err := knftables.New(knftables.InetFamily, nftables.TableName)
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	opts.NFT = nft
+	opts.Conntrack = conntrack.New(conntrack.Options{Logger: in.logger.WithName("conntrack")})
+	m := in.metrics
+	opts.Observe = func(op string, err error, d time.Duration) { m.ObserveOperation("nftables", op, err, d) }
+	opts.Logger = in.logger
+	return nftables.New(opts)
+}
+
+// dumpTables are the nftables tables the agent owns.
+var dumpTables = []string{nftables.TableName, hostport.DefaultTableName}
+
+// dumpNFTables lists nodenet's nftables tables as `nft list table` does.
+func dumpNFTables(ctx context.Context) ([]status.Section, error) {
+	var out []status.Section
+	for _, table := range dumpTables {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, "nft", "list", "table", "inet", table)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		var text string
+		if err := cmd.Run(); err != nil {
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) {
+				return nil, fmt.Errorf("nft list table inet %s: %w", table, err)
+			}
+			text = "(absent: " + strings.TrimSpace(stderr.String()) + ")\n"
+		} else {
+			text = stdout.String()
+		}
+		out = append(out, status.Section{Title: "nftables table inet " + table, Text: text})
+	}
+	return out, nil
+}
