@@ -42,6 +42,11 @@ type Agent struct {
 	// rt is what Run built; nil fields before Run gets to them.
 	mu sync.Mutex
 	rt runtimeState
+
+	// egressMu serializes pod egress syncs, so the newest network's facts
+	// are the ones that stay programmed; egressLocal holds them.
+	egressMu    sync.Mutex
+	egressLocal *overlay.LocalNetwork
 }
 
 // runtimeState is what Run builds, read by the local API and /readyz.
@@ -177,6 +182,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		Client:    client,
 		Dataplane: dp.network,
 		OnReady: func(local *overlay.LocalNetwork) {
+			// Before the CNI server has the network, so no pod starts
+			// without a way out of the cluster.
+			if err := a.syncPodEgress(ctx, dp, local); err != nil {
+				if ctx.Err() == nil {
+					g.fail(fmt.Errorf("pod egress masquerading: %w", err))
+				}
+				return
+			}
 			if err := cniServer.SetNetwork(NodeNetwork(cfg, local)); err != nil {
 				g.fail(fmt.Errorf("hand the network to the CNI server: %w", err))
 				return
@@ -216,6 +229,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		return a.keepConflist(ctx)
 	})
+	if dp.podEgress != nil {
+		g.run("pod egress", func() error {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-networkReady:
+			}
+			a.keepPodEgress(ctx, dp)
+			return nil
+		})
+	}
 	g.run("proxy", func() error {
 		select {
 		case <-ctx.Done():
@@ -240,6 +264,42 @@ func (a *Agent) networkReady(local *overlay.LocalNetwork) {
 		if now := ProxyNode(a.cfg.NodeName, local); !sameNode(now, a.rt.proxyNode) {
 			a.log.Info("The node's IPs or pod CIDRs changed after the proxy started; restart the agent for the proxy to use them",
 				"was", a.rt.proxyNode, "now", now)
+		}
+	}
+}
+
+// syncPodEgress programs dp's pod egress masquerading for local, or, with
+// local nil, for the network it last did (nothing before the first). It
+// does nothing on dataplanes without it.
+func (a *Agent) syncPodEgress(ctx context.Context, dp *dataplane, local *overlay.LocalNetwork) error {
+	if dp.podEgress == nil {
+		return nil
+	}
+	a.egressMu.Lock()
+	defer a.egressMu.Unlock()
+	if local != nil {
+		a.egressLocal = local
+	}
+	if a.egressLocal == nil {
+		return nil
+	}
+	return dp.podEgress(ctx, a.egressLocal)
+}
+
+// keepPodEgress syncs pod egress masquerading every sync period, which
+// repairs what changed out of band (a flushed ruleset, say) and otherwise
+// only reads. A failure is logged; the next period tries again.
+func (a *Agent) keepPodEgress(ctx context.Context, dp *dataplane) {
+	t := time.NewTicker(a.cfg.SyncPeriod.Duration)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := a.syncPodEgress(ctx, dp, nil); err != nil && ctx.Err() == nil {
+			a.log.Error(err, "Keeping pod egress masquerading; trying again next sync period")
 		}
 	}
 }

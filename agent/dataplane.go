@@ -30,6 +30,11 @@ type dataplane struct {
 	// beforeProxy, if set, prepares the host for the proxy (the conntrack
 	// sysctls on Linux); its error is logged, not fatal.
 	beforeProxy func(cfg *config.AgentConfiguration, log klog.Logger) error
+	// podEgress, if set, makes this node's pods reach destinations outside
+	// the cluster with the node's address, or undoes that when the config
+	// turns it off (Linux; Windows pods get outbound NAT from HNS). It is
+	// idempotent and writes only what differs.
+	podEgress func(ctx context.Context, local *overlay.LocalNetwork) error
 	// dump reads what the dataplane holds, for the local API.
 	dump func(ctx context.Context) ([]status.Section, error)
 	// healthCheckPorts is false where the proxy's health-check node ports

@@ -16,6 +16,7 @@ import (
 	"github.com/nodenet/nodenet/agent/status"
 	"github.com/nodenet/nodenet/cni/hostport"
 	"github.com/nodenet/nodenet/cni/vethbridge"
+	"github.com/nodenet/nodenet/overlay/egress"
 	"github.com/nodenet/nodenet/overlay/linuxnet"
 	"github.com/nodenet/nodenet/proxy"
 	"github.com/nodenet/nodenet/proxy/conntrack"
@@ -43,9 +44,15 @@ func buildLinux(in buildInputs) (*dataplane, error) {
 		network.Close()
 		return nil, fmt.Errorf("hostPort wiring: %w", err)
 	}
+	eg, err := egress.New(egress.Options{Logger: log.WithName("egress")})
+	if err != nil {
+		network.Close()
+		return nil, fmt.Errorf("pod egress: %w", err)
+	}
 	return &dataplane{
 		network:    network,
 		wiring:     wiring,
+		podEgress:  podEgress(in.cfg, eg),
 		newBackend: newNFTablesBackend,
 		beforeProxy: func(cfg *config.AgentConfiguration, log klog.Logger) error {
 			return applyConntrack(cfg, procSysNetfilter, log)
@@ -76,7 +83,7 @@ func newNFTablesBackend(in backendInputs) (proxy.Backend, error) {
 }
 
 // dumpTables are the nftables tables the agent owns.
-var dumpTables = []string{nftables.TableName, hostport.DefaultTableName}
+var dumpTables = []string{nftables.TableName, hostport.DefaultTableName, egress.TableName}
 
 // dumpNFTables lists nodenet's nftables tables as `nft list table` does.
 func dumpNFTables(ctx context.Context) ([]status.Section, error) {

@@ -13,9 +13,11 @@
 //     exists; serve /healthz, /livez, /readyz, /metrics and the local API
 //     (agent/status) on a root-only unix socket;
 //  4. run the overlay Controller: it waits for this Node's pod CIDR and
-//     ensures the network and source VIP; when it is ready the network is
-//     handed to the CNI server in memory and the conflist is written (from
-//     the same config);
+//     ensures the network and source VIP; when it is ready, Linux nodes
+//     masquerade pod traffic leaving the cluster (overlay/egress, unless
+//     linux.masqueradePodEgress is false; kept every sync period), then the
+//     network is handed to the CNI server in memory and the conflist is
+//     written (from the same config);
 //  5. then start the proxy once, with the network facts (node IPs, pod
 //     CIDRs, network name, source VIP, DSR) handed over in memory.
 //

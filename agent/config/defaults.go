@@ -66,7 +66,7 @@ func SetDefaults(cfg *AgentConfiguration, opts DefaultingOptions) {
 	setProxyDefaults(&cfg.Proxy, cfg.ClusterCIDRs)
 	setCNIDefaults(&cfg.CNI, target, opts.Shared)
 	setWindowsDefaults(&cfg.Windows)
-	setConntrackDefaults(&cfg.Linux.Conntrack)
+	setLinuxDefaults(&cfg.Linux)
 }
 
 func setRootDefaults(cfg *AgentConfiguration, opts DefaultingOptions) {
@@ -174,6 +174,13 @@ func setWindowsDefaults(w *WindowsConfiguration) {
 	if w.MaxBackendsPerLoadBalancer == 0 {
 		w.MaxBackendsPerLoadBalancer = DefaultMaxBackendsPerLoadBalancer
 	}
+}
+
+func setLinuxDefaults(l *LinuxConfiguration) {
+	if l.MasqueradePodEgress == nil {
+		l.MasqueradePodEgress = ptr(true)
+	}
+	setConntrackDefaults(&l.Conntrack)
 }
 
 func setConntrackDefaults(c *ConntrackConfiguration) {

@@ -163,6 +163,6 @@ func wantDefaultConfig(cni CNIConfiguration) *AgentConfiguration {
 		},
 		CNI:     cni,
 		Windows: WindowsConfiguration{MaxBackendsPerLoadBalancer: 64},
-		Linux:   LinuxConfiguration{Conntrack: wantDefaultConntrack()},
+		Linux:   LinuxConfiguration{MasqueradePodEgress: ptr(true), Conntrack: wantDefaultConntrack()},
 	}
 }

@@ -61,7 +61,7 @@ func TestKubeProxyFilesImport(t *testing.T) {
 					DataDir:      `C:\ProgramData\nodenet`,
 				},
 				Windows: WindowsConfiguration{RunAsService: true, MaxBackendsPerLoadBalancer: 64},
-				Linux:   LinuxConfiguration{Conntrack: defaultConntrack},
+				Linux:   LinuxConfiguration{MasqueradePodEgress: ptr(true), Conntrack: defaultConntrack},
 			},
 			wantWarnings: []string{
 				"featureGates[IPv6DualStack]",
@@ -104,7 +104,7 @@ func TestKubeProxyFilesImport(t *testing.T) {
 					DataDir:      "/var/lib/nodenet",
 				},
 				Windows: WindowsConfiguration{MaxBackendsPerLoadBalancer: 64},
-				Linux:   LinuxConfiguration{MasqueradeAll: true, Conntrack: defaultConntrack},
+				Linux:   LinuxConfiguration{MasqueradeAll: true, MasqueradePodEgress: ptr(true), Conntrack: defaultConntrack},
 			},
 			wantWarnings: []string{"mode", "winkernel.sourceVip", "nodePortAddresses", "clientConnection"},
 		},

@@ -74,7 +74,7 @@ func TestLoadValidFiles(t *testing.T) {
 				},
 				CNI:     windowsCNI,
 				Windows: WindowsConfiguration{RunAsService: true, HNSVersion: "15.4", MaxBackendsPerLoadBalancer: 64},
-				Linux:   LinuxConfiguration{Conntrack: defaultConntrack},
+				Linux:   LinuxConfiguration{MasqueradePodEgress: ptr(true), Conntrack: defaultConntrack},
 			},
 		},
 		{
@@ -117,7 +117,8 @@ func TestLoadValidFiles(t *testing.T) {
 				},
 				Windows: WindowsConfiguration{MaxBackendsPerLoadBalancer: 64},
 				Linux: LinuxConfiguration{
-					MasqueradeAll: true,
+					MasqueradeAll:       true,
+					MasqueradePodEgress: ptr(false),
 					Conntrack: ConntrackConfiguration{
 						MaxPerCore:            ptr(int32(0)),
 						Min:                   ptr(int32(0)),
@@ -289,6 +290,31 @@ func TestLoadSharedConfigLeavesNodeLocalDefaultsUnset(t *testing.T) {
 		t.Errorf("cni (-want +got):\n%s", diff)
 	}
 	diffWarnings(t, warnings, []string{"nodeName", "network.sourceVIP", "network.externalInterface"})
+}
+
+func TestMasqueradePodEgressIsOnUnlessTurnedOffAndQuietOnWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		extra  string
+		os     OS
+		shared bool
+		want   bool
+	}{
+		{name: "unset on Linux it is on", os: OSLinux, want: true},
+		{name: "unset in a shared config it is on: it is cluster-wide", os: OSLinux, shared: true, want: true},
+		{name: "false on Linux turns it off", extra: "linux: {masqueradePodEgress: false}\n", os: OSLinux, want: false},
+		{name: "false on Windows loads without a warning: Windows ignores it", extra: "linux: {masqueradePodEgress: false}\n", os: OSWindows, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := testOptions(tc.os)
+			opts.Shared = tc.shared
+			cfg, warnings := mustLoad(t, []byte(cfgYAML+tc.extra), opts)
+			if got := cfg.Linux.MasqueradePodEgress; got == nil || *got != tc.want {
+				t.Errorf("linux.masqueradePodEgress = %v, want %v", got, tc.want)
+			}
+			diffWarnings(t, warnings, nil)
+		})
+	}
 }
 
 func TestDetectFormat(t *testing.T) {

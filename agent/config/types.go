@@ -286,6 +286,13 @@ type LinuxConfiguration struct {
 	// MasqueradeAll SNATs all traffic sent to service IPs, not only traffic
 	// from outside the cluster. Default: false. Cluster-wide.
 	MasqueradeAll bool `json:"masqueradeAll"`
+	// MasqueradePodEgress SNATs traffic from this node's pods to
+	// destinations outside every cluster CIDR to the node's address, like
+	// flannel's --ip-masq. Turn off when the underlay routes pod CIDRs.
+	// Traffic between pods keeps its source either way. Windows nodes
+	// ignore it: their pods get outbound NAT from HNS endpoint policies, so
+	// one config serves both. Default: true. Cluster-wide.
+	MasqueradePodEgress *bool `json:"masqueradePodEgress,omitempty"`
 	// Conntrack holds the conntrack sysctls the agent sets, like
 	// kube-proxy's. Node-local.
 	Conntrack ConntrackConfiguration `json:"conntrack"`
