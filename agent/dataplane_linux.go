@@ -70,7 +70,7 @@ func newNFTablesBackend(in backendInputs) (proxy.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	nft, err := knftables.New(knftables.InetFamily, nftables.TableName)
+	nft, err := knftables.New(knftables.InetFamily, nftables.TableName, knftables.UseNetlink)
 	if err != nil {
 		return nil, fmt.Errorf("nftables: %w", err)
 	}

@@ -152,6 +152,7 @@ func TestAPartialSyncWritesOnlyWhatChangedInTheChangedServicePort(t *testing.T) 
 	web := port("default/web:http/TCP", "10.96.0.10", 80,
 		eps(ep("10.244.1.5:8080", true), ep("10.244.2.7:8080", false), ep("10.244.2.9:8080", false)))
 	s = with(s, web)
+	before := b.fp
 	mustSync(t, b, proxy.Update{State: s, Changed: changed(web)})
 	want := `add chain inet nodenet pick-3-tcp-v4
 flush chain inet nodenet pick-3-tcp-v4
@@ -160,7 +161,7 @@ flush chain inet nodenet svc-default/web/tcp/80/http-v4
 add rule inet nodenet svc-default/web/tcp/80/http-v4 ip saddr != @local-traffic-v4 meta mark set meta mark | 0x00004000 comment "masquerade off-cluster traffic"
 add rule inet nodenet svc-default/web/tcp/80/http-v4 goto pick-3-tcp-v4
 add element inet nodenet endpoints-tcp-v4 { 10.96.0.10 . 80 . 2 : 10.244.2.9 . 8080 }
-`
+` + markerMove(before, b.fp)
 	if diff := cmp.Diff(want, fake.LastTransaction.String()); diff != "" {
 		t.Errorf("adding an endpoint (-want +got):\n%s", diff)
 	}
@@ -172,13 +173,20 @@ add element inet nodenet endpoints-tcp-v4 { 10.96.0.10 . 80 . 2 : 10.244.2.9 . 8
 	web = port("default/web:http/TCP", "10.96.0.10", 80,
 		eps(ep("10.244.1.5:8080", true), ep("10.244.2.7:8080", false), ep("10.244.2.10:8080", false)))
 	s = with(s, web)
+	before = b.fp
 	mustSync(t, b, proxy.Update{State: s, Changed: changed(web)})
 	want = `delete element inet nodenet endpoints-tcp-v4 { 10.96.0.10 . 80 . 2 }
 add element inet nodenet endpoints-tcp-v4 { 10.96.0.10 . 80 . 2 : 10.244.2.10 . 8080 }
-`
+` + markerMove(before, b.fp)
 	if diff := cmp.Diff(want, fake.LastTransaction.String()); diff != "" {
 		t.Errorf("moving an endpoint (-want +got):\n%s", diff)
 	}
+}
+
+// markerMove is how a transaction moves the state marker from before to
+// after.
+func markerMove(before, after fingerprint) string {
+	return "delete chain inet nodenet " + before.marker() + "\nadd chain inet nodenet " + after.marker() + "\n"
 }
 
 func TestAnUnchangedServicePortCostsNoTransaction(t *testing.T) {
@@ -512,10 +520,11 @@ func TestSourceRangesThatIncludeTheNodeAdmitItsLoadBalancerIPs(t *testing.T) {
 	lb = port("default/lb:/TCP", "10.96.0.30", 443, eps(remote),
 		loadBalancer("198.51.100.103", "198.51.100.102"), sourceRanges("203.0.113.0/25"))
 	s = with(s, lb)
+	before := b.fp
 	mustSync(t, b, proxy.Update{State: s, Changed: changed(lb)})
 	want := `flush chain inet nodenet fw-default/lb/tcp/443-v4
 add rule inet nodenet fw-default/lb/tcp/443-v4 ip saddr != 203.0.113.0/25 drop comment "loadBalancerSourceRanges"
-`
+` + markerMove(before, b.fp)
 	if diff := cmp.Diff(want, fake.LastTransaction.String()); diff != "" {
 		t.Errorf("excluding the node (-want +got):\n%s", diff)
 	}

@@ -53,6 +53,11 @@ func (d *discardNFT) NewTransaction() *knftables.Transaction {
 	return knftables.NewFake(knftables.InetFamily, TableName).NewTransaction()
 }
 
+// ListAll finds an empty table, which a first sync replaces.
+func (d *discardNFT) ListAll(context.Context) (map[string][]string, error) {
+	return map[string][]string{}, nil
+}
+
 func (d *discardNFT) Run(_ context.Context, tx *knftables.Transaction) error {
 	d.bytes = len(tx.String())
 	return nil
@@ -221,5 +226,100 @@ func reportRSS(b *testing.B) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err == nil {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "nft-peak-MiB")
+	}
+}
+
+// listedNFT is a discardNFT whose table holds the objects listed.
+type listedNFT struct {
+	discardNFT
+	listed map[string][]string
+}
+
+func (l *listedNFT) ListAll(context.Context) (map[string][]string, error) { return l.listed, nil }
+
+// BenchmarkGoSideRestartAt10k is the first sync of a new backend onto
+// the table of 10k services × 10 endpoints it would write: the Go side
+// of adopting it (planning, hashing, comparing the object names).
+func BenchmarkGoSideRestartAt10k(b *testing.B) {
+	s := bigState(10000, 10)
+	nft := &listedNFT{listed: map[string][]string{}}
+	be, err := New(benchOptions(nft))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for typ, names := range be.buildTable(s, nil, true).objects {
+		for name := range names {
+			nft.listed[typ] = append(nft.listed[typ], name)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		nft.bytes = 0
+		be, err := New(benchOptions(nft))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := be.Sync(context.Background(), proxy.Update{State: s, Full: true}); err != nil {
+			b.Fatal(err)
+		}
+		if nft.bytes != 0 {
+			b.Fatalf("the restart wrote a %d-byte transaction", nft.bytes)
+		}
+	}
+}
+
+// BenchmarkKernelRestartAt10k is an agent restart at 10k services × 10
+// endpoints: the first sync of a new backend onto the table the previous
+// one left, through nft, listing the table through netlink (as the agent
+// does) or through nft. It must run no transaction.
+func BenchmarkKernelRestartAt10k(b *testing.B) {
+	s := bigState(10000, 10)
+	ns := newNetns(b)
+	err := nsexec.Do(ns, func() error {
+		nft, err := knftables.New(knftables.InetFamily, TableName)
+		if err != nil {
+			return err
+		}
+		be, err := New(benchOptions(nft))
+		if err != nil {
+			return err
+		}
+		return be.Sync(context.Background(), proxy.Update{State: s, Full: true})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, lister := range []struct {
+		name string
+		opts []knftables.Option
+	}{{"netlink", []knftables.Option{knftables.UseNetlink}}, {"nft", nil}} {
+		b.Run(lister.name, func(b *testing.B) {
+			runs := 0
+			before := childCPU()
+			for b.Loop() {
+				err := nsexec.Do(ns, func() error {
+					nft, err := knftables.New(knftables.InetFamily, TableName, lister.opts...)
+					if err != nil {
+						return err
+					}
+					counting := &countingNFT{Interface: nft}
+					be, err := New(benchOptions(counting))
+					if err != nil {
+						return err
+					}
+					err = be.Sync(context.Background(), proxy.Update{State: s, Full: true})
+					runs += counting.runs
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if runs != 0 {
+				b.Fatalf("the restarts ran %d transactions", runs)
+			}
+			b.ReportMetric((childCPU()-before).Seconds()/float64(b.N), "nft-cpu-s/op")
+			b.ReportMetric(float64(runs), "transactions")
+		})
 	}
 }

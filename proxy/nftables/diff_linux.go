@@ -23,6 +23,8 @@ type diff struct {
 	addSets   []*knftables.Set
 
 	updates map[proxy.ServicePortKey]*proxy.ServicePort // nil: removed
+	hashes  map[proxy.ServicePortKey]fingerprint        // of the re-planned ports
+	fp      fingerprint                                 // the state fingerprint after the diff
 	removed []string                                    // chains to delete later
 	unstale []string                                    // stale chains in use again
 
@@ -35,6 +37,8 @@ func newDiff(b *Backend) *diff {
 	return &diff{
 		b:        b,
 		updates:  map[proxy.ServicePortKey]*proxy.ServicePort{},
+		hashes:   map[proxy.ServicePortKey]fingerprint{},
+		fp:       b.fp,
 		pickUse:  map[string]int{},
 		pickDefs: map[string]pickPlan{},
 	}
@@ -48,9 +52,13 @@ func (d *diff) port(key proxy.ServicePortKey, old *portState, sp *proxy.ServiceP
 	if old != nil {
 		owner = old.owner
 		oldPlan = d.b.planPort(old.sp)
+		d.fp = d.fp.xor(old.hash)
 	}
 	if sp != nil {
 		newPlan = d.b.planPort(sp)
+		h := d.b.hasher.port(owner, newPlan)
+		d.hashes[key] = h
+		d.fp = d.fp.xor(h)
 	}
 	d.updates[key] = sp
 
@@ -172,13 +180,18 @@ func (d *diff) commit() {
 		if sp == nil {
 			delete(b.ports, key)
 		} else {
-			if ps := b.ports[key]; ps != nil {
-				ps.sp = sp
-			} else {
-				b.ports[key] = &portState{owner: key.String(), sp: sp}
+			ps := b.ports[key]
+			if ps == nil {
+				ps = &portState{owner: key.String()}
+				b.ports[key] = ps
+			}
+			ps.sp = sp
+			if h, ok := d.hashes[key]; ok {
+				ps.hash = h
 			}
 		}
 	}
+	b.fp = d.fp
 	for name, delta := range d.pickUse {
 		if n := b.picks[name] + delta; n > 0 {
 			b.picks[name] = n

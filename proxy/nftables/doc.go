@@ -71,11 +71,47 @@
 // service: hairpin-vN holds "endpoint . endpoint" for this node's
 // endpoints).
 //
-// Syncs: the first sync, and the first after a failure, replace the table
-// in one transaction (adopting whatever an earlier run left). Later syncs
-// diff: the backend keeps the ServicePorts it programmed, re-plans the
-// changed ones (all of them, plus the shared chains, on a full sync) and
-// writes only the chains, sets and elements that differ. Removed service
-// chains are emptied at once and deleted a second later, when old kernels
-// have noticed their map elements are gone.
+// Syncs: later syncs diff: the backend keeps the ServicePorts it
+// programmed, re-plans the changed ones (all of them, plus the shared
+// chains, on a full sync) and writes only the chains, sets and elements
+// that differ. Removed service chains are emptied at once and deleted a
+// second later, when old kernels have noticed their map elements are
+// gone. The first sync after a failure replaces the table in one
+// transaction.
+//
+// # Restarts
+//
+// The table is a function of the Options and the programmed service
+// ports (a randomized test checks that any history of partial syncs
+// ends in the table a new backend would build). Its fingerprint — the
+// XOR of a SHA-256 prefix of each port's plan as written, and one of the
+// shared part as written plus layoutVersion — is kept up to date as
+// ports change, and recorded as the name of an empty chain state-<hex>:
+// a transaction that changes it deletes the old marker and adds the new
+// one, and one that does not flushes the marker, which fails if the
+// table no longer holds what this backend believes it does (another
+// writer, a lost table) and makes the next sync replace it.
+//
+// A new backend's first sync plans the whole state without writing and
+// lists the table's object names once (ListAll: use knftables'
+// UseNetlink, as nft would list every rule). If the marker of that plan
+// is there and the chains, sets and maps are exactly the ones it would
+// create (no chain deleted, no emptied chain of the previous run left),
+// it adopts the table: it writes nothing, and the affinity sets keep
+// their clients. At 10k services × 10 endpoints that costs 0.23 s and no
+// transaction, against 2.3–2.8 s for a replacement. Otherwise — another
+// state (services changed while the agent was down), other Options,
+// another layout, a table of an older nodenet — it replaces the table.
+//
+// The trade-off: adoption compares names, not content. A change behind
+// nodenet's back that keeps every name (a map element or a rule of a
+// service chain deleted or edited) is not seen at a restart, nor by the
+// periodic full sync, which re-asserts the shared chains and static sets
+// but checks service ports only against what the backend remembers. It
+// lasts until a sync rewrites that chain or element, or until a
+// transaction fails on it (deleting what is gone) and
+// the next sync replaces the table. To have the table rebuilt at once,
+// delete the marker chain (nft delete chain inet nodenet state-…): the
+// next sync, at the latest the periodic one, fails on it and the one
+// after replaces the table.
 package nftables

@@ -113,7 +113,8 @@ func TestTheKernelAcceptsEverySyncOfTheRepresentativeServices(t *testing.T) {
 	now = now.Add(2 * staleChainDelay)
 	sync(proxy.Update{State: s, Full: true})
 
-	// A new backend (a restart) replaces the table it finds.
+	// A new backend (a restart) keeps the table it finds: it is the one
+	// it would write.
 	err = nsexec.Do(ns, func() error {
 		nft, err := knftables.New(knftables.InetFamily, TableName)
 		if err != nil {

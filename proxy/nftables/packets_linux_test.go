@@ -24,35 +24,7 @@ import (
 // namespace itself (the output path). The full packet tests, with pods in
 // namespaces of their own, live elsewhere.
 func TestRealConnectionsFollowTheRules(t *testing.T) {
-	ns := newNetns(t)
-	run := func(args ...string) {
-		t.Helper()
-		err := nsexec.Do(ns, func() error {
-			if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-				return fmt.Errorf("%v: %w: %s", args, err, out)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	run("ip", "link", "set", "lo", "up")
-	for _, a := range []string{"10.244.1.5/32", "10.244.1.6/32", "192.168.0.10/32"} {
-		run("ip", "addr", "add", a, "dev", "lo")
-	}
-	run("ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1")
-	run("ip", "link", "set", "v0", "up")
-	run("ip", "link", "set", "v1", "up")
-	run("ip", "addr", "add", "192.168.5.1/24", "dev", "v0")
-	run("ip", "neigh", "add", "192.168.5.2", "lladdr", "02:00:00:00:00:02", "dev", "v0")
-	run("ip", "route", "add", "10.96.0.0/16", "via", "192.168.5.2", "dev", "v0")
-
-	// Each endpoint answers with its own address.
-	for _, addr := range []string{"10.244.1.5:8080", "10.244.1.6:8080"} {
-		serve(t, ns, addr)
-	}
-
+	ns := connectableNetns(t)
 	local := eps(ep("10.244.1.5:8080", true), ep("10.244.1.6:8080", true))
 	s := state(
 		port("default/web:/TCP", "10.96.0.10", 80, local, nodePort(30080)),
@@ -103,6 +75,42 @@ func TestRealConnectionsFollowTheRules(t *testing.T) {
 			t.Errorf("%s: got %v, want connection refused (a reject)", what, err)
 		}
 	}
+}
+
+// connectableNetns returns a namespace where 10.244.1.5:8080 and
+// 10.244.1.6:8080 answer connections with their address, 192.168.0.10 is
+// the node's address, and 10.96.0.0/16 is routed out of a veth.
+func connectableNetns(t *testing.T) netns.NsHandle {
+	t.Helper()
+	ns := newNetns(t)
+	run := func(args ...string) {
+		t.Helper()
+		err := nsexec.Do(ns, func() error {
+			if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+				return fmt.Errorf("%v: %w: %s", args, err, out)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("ip", "link", "set", "lo", "up")
+	for _, a := range []string{"10.244.1.5/32", "10.244.1.6/32", "192.168.0.10/32"} {
+		run("ip", "addr", "add", a, "dev", "lo")
+	}
+	run("ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+	run("ip", "link", "set", "v0", "up")
+	run("ip", "link", "set", "v1", "up")
+	run("ip", "addr", "add", "192.168.5.1/24", "dev", "v0")
+	run("ip", "neigh", "add", "192.168.5.2", "lladdr", "02:00:00:00:00:02", "dev", "v0")
+	run("ip", "route", "add", "10.96.0.0/16", "via", "192.168.5.2", "dev", "v0")
+
+	// Each endpoint answers with its own address.
+	for _, addr := range []string{"10.244.1.5:8080", "10.244.1.6:8080"} {
+		serve(t, ns, addr)
+	}
+	return ns
 }
 
 // serve answers every connection to addr in ns with addr.

@@ -663,7 +663,7 @@ func newServiceProxy(t *testing.T, n *netnode.Node, opts proxyOptions) *serviceP
 	log := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))).WithValues("node", n.Name)
 	var inner knftables.Interface
 	err := n.Do(func() (err error) {
-		inner, err = knftables.New(knftables.InetFamily, nftables.TableName)
+		inner, err = knftables.New(knftables.InetFamily, nftables.TableName, knftables.UseNetlink)
 		return err
 	})
 	if err != nil {
