@@ -102,6 +102,12 @@ type Server struct {
 	etcd      *process
 	apiserver *process
 	stopOnce  sync.Once
+
+	// What StartAPIServer needs to run kube-apiserver again.
+	bins     binaries
+	opts     Options
+	port     int
+	restarts int
 }
 
 // Start runs etcd and kube-apiserver and returns once the apiserver is
@@ -120,7 +126,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make server dir: %w", err)
 	}
-	s := &Server{Dir: dir}
+	s := &Server{Dir: dir, bins: bins, opts: opts}
 	if err := s.start(ctx, bins, opts); err != nil {
 		s.Stop()
 		return nil, err
@@ -204,9 +210,16 @@ func (s *Server) startAPIServer(ctx context.Context, bin string, opts Options) (
 	if err != nil {
 		return nil, "", err
 	}
-	url := "https://" + net.JoinHostPort(opts.BindAddress, strconv.Itoa(ports[0]))
-	p, err := startProcess("kube-apiserver", bin, s.apiserverArgs(ports[0], opts),
-		filepath.Join(s.Dir, "kube-apiserver.log"))
+	s.port = ports[0]
+	p, url, err := s.launchAPIServer(ctx, bin, opts, "kube-apiserver.log")
+	return p, url, err
+}
+
+// launchAPIServer runs kube-apiserver on s.port and waits for /readyz.
+func (s *Server) launchAPIServer(ctx context.Context, bin string, opts Options, logName string) (*process, string, error) {
+	url := "https://" + net.JoinHostPort(opts.BindAddress, strconv.Itoa(s.port))
+	p, err := startProcess("kube-apiserver", bin, s.apiserverArgs(s.port, opts),
+		filepath.Join(s.Dir, logName))
 	if err != nil {
 		return nil, "", err
 	}

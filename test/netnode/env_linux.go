@@ -3,6 +3,7 @@ package netnode
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"sync"
 	"testing"
 
@@ -48,7 +49,7 @@ type Env struct {
 	// Nodes in Options order.
 	Nodes []*Node
 
-	t    testing.TB
+	t    TB
 	slot *slot
 	opts Options
 
@@ -58,9 +59,9 @@ type Env struct {
 }
 
 // New builds the environment and tears it down in t.Cleanup.
-func New(t testing.TB, opts Options) *Env {
+func New(t TB, opts Options) *Env {
 	t.Helper()
-	testroot.Require(t, "network namespaces, veths and bridges")
+	requireRoot(t, "network namespaces, veths and bridges")
 	if opts.MTU == 0 {
 		opts.MTU = defaultMTU
 	}
@@ -82,6 +83,19 @@ func New(t testing.TB, opts Options) *Env {
 	return e
 }
 
+// requireRoot is testroot.Require for tests; a program that is not root
+// fails, since it has nothing to skip.
+func requireRoot(t TB, what string) {
+	t.Helper()
+	if tb, ok := t.(testing.TB); ok {
+		testroot.Require(tb, what)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Fatalf("netnode: needs root: %s", what)
+	}
+}
+
 // name returns the slot-scoped name of a namespace.
 func (e *Env) name(parts ...string) string {
 	out := e.slot.prefix()
@@ -92,7 +106,7 @@ func (e *Env) name(parts ...string) string {
 }
 
 // buildUnderlay makes the bridge and the host's veth into it.
-func (e *Env) buildUnderlay(t testing.TB) error {
+func (e *Env) buildUnderlay(t TB) error {
 	err := e.Underlay.Do(func() error {
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: underlayBridge, MTU: e.opts.MTU}}
 		if err := netlink.LinkAdd(br); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 
 	"github.com/vishvananda/netns"
 
@@ -31,7 +30,7 @@ type NS struct {
 
 // newNS creates a named namespace with loopback up and removes it in
 // t.Cleanup.
-func newNS(t testing.TB, name string) *NS {
+func newNS(t TB, name string) *NS {
 	t.Helper()
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", name, err, out)

@@ -3,7 +3,6 @@ package netnode
 import (
 	"fmt"
 	"net/netip"
-	"testing"
 
 	"github.com/vishvananda/netlink"
 
@@ -24,7 +23,7 @@ type Node struct {
 }
 
 // AddNode creates one more node namespace; New calls it for Options.Nodes.
-func (e *Env) AddNode(t testing.TB, name string) *Node {
+func (e *Env) AddNode(t TB, name string) *Node {
 	t.Helper()
 	if e.Node(name) != nil {
 		t.Fatalf("netnode: node %s exists", name)

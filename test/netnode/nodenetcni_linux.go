@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"testing"
 
 	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
@@ -17,8 +16,12 @@ import (
 // the real nodenet-cni binary against it. The server answers "try again
 // later" until it is handed the node network (Server.SetNetwork), which
 // the overlay controller's OnReady does in e2e tests.
+//
+// With NodenetCNIOptions.AgentSocket the server is a nodenet-agent
+// process's instead, and only the runtime is here.
 type NodenetCNI struct {
 	*Runtime
+	// Server is the in-process server; nil with AgentSocket.
 	Server *cni.Server
 }
 
@@ -27,13 +30,26 @@ type NodenetCNIOptions struct {
 	// NetworkName is network.name: the conflist's name and the node
 	// bridge; default config.DefaultNetworkName.
 	NetworkName string
+	// AgentSocket is the CNI socket of a nodenet-agent serving the node
+	// (its cni.socketPath): when set, no server starts here and the
+	// conflist points the plugin at that socket.
+	AgentSocket string
+	// BinDir is the runtime's CNI_PATH, holding nodenet-cni; default
+	// Env.PluginDir().
+	BinDir string
 }
 
 // StartNodenetCNI starts the CNI server for n and stops it in t.Cleanup.
-func (n *Node) StartNodenetCNI(t testing.TB, opts NodenetCNIOptions) *NodenetCNI {
+func (n *Node) StartNodenetCNI(t TB, opts NodenetCNIOptions) *NodenetCNI {
 	t.Helper()
 	if opts.NetworkName == "" {
 		opts.NetworkName = config.DefaultNetworkName
+	}
+	if opts.AgentSocket != "" {
+		return &NodenetCNI{Runtime: n.NewRuntime(t, RuntimeOptions{
+			Conflist: renderConflist(t, opts.NetworkName, opts.AgentSocket),
+			BinDir:   opts.BinDir,
+		})}
 	}
 	// Short and private: the socket path must fit sun_path and its
 	// directory must not be world-writable.
@@ -72,12 +88,19 @@ func (n *Node) StartNodenetCNI(t testing.TB, opts NodenetCNIOptions) *NodenetCNI
 		server.Close()
 	})
 
+	conflist := renderConflist(t, opts.NetworkName, socket)
+	return &NodenetCNI{Runtime: n.NewRuntime(t, RuntimeOptions{Conflist: conflist, BinDir: opts.BinDir}), Server: server}
+}
+
+// renderConflist is the agent's conflist for a network and socket.
+func renderConflist(t TB, network, socket string) []byte {
+	t.Helper()
 	cfg := &config.AgentConfiguration{}
-	cfg.Network.Name = opts.NetworkName
+	cfg.Network.Name = network
 	cfg.CNI.SocketPath = socket
 	conflist, err := cni.RenderConflist(cfg)
 	if err != nil {
 		t.Fatalf("netnode: %v", err)
 	}
-	return &NodenetCNI{Runtime: n.NewRuntime(t, RuntimeOptions{Conflist: conflist}), Server: server}
+	return conflist
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"testing"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/invoke"
@@ -35,7 +34,7 @@ type RuntimeOptions struct {
 }
 
 // NewRuntime returns a runtime for n.
-func (n *Node) NewRuntime(t testing.TB, opts RuntimeOptions) *Runtime {
+func (n *Node) NewRuntime(t TB, opts RuntimeOptions) *Runtime {
 	t.Helper()
 	if opts.BinDir == "" {
 		dir, err := n.env.PluginDir()
@@ -73,7 +72,7 @@ type Pod struct {
 
 // NewPod creates a pod's namespace on n without networking it; use
 // Runtime.Add, or wire it by hand.
-func (n *Node) NewPod(t testing.TB, name string) *Pod {
+func (n *Node) NewPod(t TB, name string) *Pod {
 	t.Helper()
 	p := &Pod{Name: name, Node: n, NS: newNS(t, n.env.name(n.Name, name))}
 	p.rt = &libcni.RuntimeConf{
@@ -91,7 +90,7 @@ func (n *Node) NewPod(t testing.TB, name string) *Pod {
 }
 
 // AddPod creates a pod and runs ADD for it; a failed ADD fails t.
-func (r *Runtime) AddPod(t testing.TB, name string) *Pod {
+func (r *Runtime) AddPod(t TB, name string) *Pod {
 	t.Helper()
 	p := r.node.NewPod(t, name)
 	if err := r.Add(t.Context(), p); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -111,4 +112,49 @@ func isSlotLink(name string) bool {
 	var i int
 	n, err := fmt.Sscanf(name, "nnu%d", &i)
 	return err == nil && n == 1 && fmt.Sprintf("nnu%d", i) == name
+}
+
+// CleanStale removes what environments whose process died without
+// cleaning up (killed, or a test binary that timed out) left behind:
+// the namespaces and host link of every slot no live process holds. It
+// returns what it removed; running environments are not touched.
+func CleanStale() ([]string, error) {
+	var removed []string
+	var errs []error
+	for i := range maxSlots {
+		f, err := os.OpenFile(filepath.Join(lockDir, fmt.Sprintf("slot-%d", i)), os.O_RDWR, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // never used since boot
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			continue // in use
+		}
+		s := &slot{index: i, lock: f}
+		removed = append(removed, s.leftovers()...)
+		if err := s.clearLeftovers(); err != nil {
+			errs = append(errs, err)
+		}
+		s.release()
+	}
+	return removed, errors.Join(errs...)
+}
+
+// leftovers names the slot's root-netns link and namespaces that exist.
+func (s *slot) leftovers() []string {
+	var out []string
+	if _, err := netlink.LinkByName(s.prefix()); err == nil {
+		out = append(out, "link "+s.prefix())
+	}
+	entries, _ := os.ReadDir(netnsDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), s.prefix()+"-") {
+			out = append(out, "netns "+e.Name())
+		}
+	}
+	return out
 }

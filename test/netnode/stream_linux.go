@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -48,7 +47,7 @@ type Stream struct {
 }
 
 // StartStream connects and starts exchanging; it stops in t.Cleanup.
-func StartStream(t testing.TB, opts StreamOptions) *Stream {
+func StartStream(t TB, opts StreamOptions) *Stream {
 	t.Helper()
 	if opts.Interval <= 0 {
 		opts.Interval = 50 * time.Millisecond

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -50,7 +49,7 @@ const (
 )
 
 // WatchNetlink starts recording ns's changes; it stops in t.Cleanup.
-func (ns *NS) WatchNetlink(t testing.TB) *Watch {
+func (ns *NS) WatchNetlink(t TB) *Watch {
 	t.Helper()
 	w := &Watch{ns: ns, stop: make(chan struct{})}
 	for i := range w.synced {
