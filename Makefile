@@ -54,3 +54,22 @@ bench-proxy:
 	bash hack/build-kube-binaries.sh
 	bash hack/build-kube-proxy.sh
 	$(GO) run ./bench/proxy -services 10000 -endpoints 10 -out bench/proxy/results
+
+# The README's first command: a nodenet cluster on this machine (three
+# Linux nodes and a simulated Windows one as network namespaces, a real
+# kube-apiserver, one nodenet-agent process per node), walked through step
+# by step and removed on exit. Needs root; on a fresh machine it installs
+# the packages it needs (iproute2, nftables, ...) and builds the
+# kube-apiserver/etcd cache first (minutes, once).
+.PHONY: demo demo-clean
+demo: build
+	bash hack/install-deps.sh --packages-only
+	bash hack/build-kube-binaries.sh
+	$(GO) build -o $(BIN)/nodenet-demo ./demo
+	$(BIN)/nodenet-demo -bin $(BIN)
+
+# Removes what an interrupted demo left behind: its processes, files,
+# namespaces and links. Running demos and tests are left alone.
+demo-clean:
+	$(GO) build -o $(BIN)/nodenet-demo ./demo
+	$(BIN)/nodenet-demo -clean

@@ -9,6 +9,8 @@
 #     (hack/build-flanneld.sh);
 #   - Wine with the ProcessPrng stub for the Windows test leg
 #     (hack/setup-wine.sh).
+# With --packages-only it installs the Debian packages alone (what `make
+# demo` needs besides the kube-apiserver cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +31,9 @@ if ((${#missing[@]})); then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+if [[ ${1:-} == --packages-only ]]; then
+	exit 0
+fi
 bash hack/build-kube-binaries.sh
 bash hack/build-flanneld.sh
 bash hack/setup-wine.sh

@@ -24,5 +24,8 @@
 // host already routes is skipped.
 //
 // Everything New and the helpers create is removed with t.Cleanup. The
-// package needs root (internal/testroot.Require is called for you).
+// package needs root (internal/testroot.Require is called for you). It
+// takes a TB, which *testing.T satisfies and a program can implement
+// (test/cluster's RunProgram), so demos build the same environments;
+// CleanStale removes what a killed process left in the slots.
 package netnode
