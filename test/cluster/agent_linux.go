@@ -32,7 +32,7 @@ type Agent struct {
 	Run int
 	// LogPath holds the process's stdout and stderr.
 	LogPath string
-	p       *process
+	p       *Process
 }
 
 // StartAgent starts nodenet-agent inside the node's namespace, as the
@@ -80,7 +80,7 @@ func (n *Node) startAgent(opts AgentOptions) (*Agent, error) {
 	cmd := n.Command(context.Background(), filepath.Join(n.Cluster.BinDir, AgentBinary), args...)
 	cmd.Env = append(os.Environ(), config.NodeNameEnv+"="+n.Name)
 	cmd.Stdout, cmd.Stderr = log, log
-	p, err := startProcess(cmd)
+	p, err := StartProcess(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("agent on %s: %w", n.Name, err)
 	}

@@ -7,24 +7,24 @@ import (
 	"syscall"
 )
 
-// process is a child that the kernel kills when this process dies.
-type process struct {
+// Process is a child that the kernel kills when this process dies.
+type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once it exited
 	err  error         // Wait's; valid after done
 }
 
-// startProcess starts cmd with a parent-death signal. The signal fires
+// StartProcess starts cmd with a parent-death signal. The signal fires
 // when the thread that forked exits, not the process, so the fork and the
 // wait happen on one goroutine that keeps its OS thread to itself (netns
 // helpers lock and retire threads; one of those must never be the
 // parent).
-func startProcess(cmd *exec.Cmd) (*process, error) {
+func StartProcess(cmd *exec.Cmd) (*Process, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error)
 	go func() {
 		runtime.LockOSThread()
@@ -44,7 +44,7 @@ func startProcess(cmd *exec.Cmd) (*process, error) {
 }
 
 // signal sends sig unless the process already exited.
-func (p *process) signal(sig syscall.Signal) {
+func (p *Process) signal(sig syscall.Signal) {
 	select {
 	case <-p.done:
 	default:
@@ -53,6 +53,12 @@ func (p *process) signal(sig syscall.Signal) {
 }
 
 // exitCode is the exit status after done: -1 when killed by a signal.
-func (p *process) exitCode() int {
+func (p *Process) exitCode() int {
 	return p.cmd.ProcessState.ExitCode()
 }
+
+// Done is closed once the process exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is Wait's result, valid after Done.
+func (p *Process) Err() error { return p.err }

@@ -7,14 +7,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/nodenet/nodenet/test/apiserver"
+	harness "github.com/nodenet/nodenet/test/cluster"
 	"github.com/nodenet/nodenet/test/netnode"
 )
 
@@ -58,7 +57,7 @@ type flanneld struct {
 	node       *netnode.Node
 	subnetFile string
 	logPath    string
-	proc       *process
+	proc       *harness.Process
 }
 
 // flannelNetConf is kube-flannel's net-conf.json for our cluster: the
@@ -95,10 +94,14 @@ func startFlanneld(t *testing.T, c *cluster, node *netnode.Node, bin string) *fl
 	cmd.Stdout, cmd.Stderr = log, log
 	// Killed with the test binary even if cleanups never run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	f.proc = runLocked(t, cmd)
+	proc, err := harness.StartProcess(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.proc = proc
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-f.proc.done
+		<-f.proc.Done()
 		log.Close()
 		if t.Failed() {
 			out, _ := os.ReadFile(f.logPath)
@@ -106,36 +109,6 @@ func startFlanneld(t *testing.T, c *cluster, node *netnode.Node, bin string) *fl
 		}
 	})
 	return f
-}
-
-// process is a started child.
-type process struct {
-	done chan struct{} // closed when it has exited
-	err  error         // Wait's result, valid after done
-}
-
-// runLocked starts cmd and waits for it on one locked OS thread: the
-// parent-death signal fires when the thread that forked the child exits,
-// and a thread some netns helper abandoned would take the child with it.
-func runLocked(t *testing.T, cmd *exec.Cmd) *process {
-	t.Helper()
-	p := &process{done: make(chan struct{})}
-	started := make(chan error)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
-	}
-	return p
 }
 
 // subnetEnv waits for flanneld's subnet file and returns its variables
@@ -146,7 +119,7 @@ func (f *flanneld) subnetEnv(t *testing.T) map[string]string {
 	exited := false
 	err := netnode.Eventually(t.Context(), converge, func(context.Context) error {
 		select {
-		case <-f.proc.done:
+		case <-f.proc.Done():
 			exited = true
 			return nil // no point waiting
 		default:
@@ -168,7 +141,7 @@ func (f *flanneld) subnetEnv(t *testing.T) map[string]string {
 		return s.Err()
 	})
 	if exited {
-		t.Fatalf("flanneld on %s exited: %v", f.node.Name, f.proc.err)
+		t.Fatalf("flanneld on %s exited: %v", f.node.Name, f.proc.Err())
 	}
 	if err != nil {
 		t.Fatalf("flanneld on %s: %v", f.node.Name, err)
