@@ -155,6 +155,11 @@ func (c *Controller) setReady(local *LocalNetwork) {
 // and Event (both only when the reason changes), and OnNotReady when it
 // was ready.
 func (c *Controller) setNotReady(ctx context.Context, self *v1.Node, reason string, err error) {
+	if ctx.Err() != nil {
+		// Shutting down is not a network failure: a dying agent must not
+		// mark a working network unavailable on its way out.
+		return
+	}
 	c.mu.Lock()
 	wasReady := c.ready == nil
 	c.ready = err
