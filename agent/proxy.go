@@ -82,7 +82,7 @@ func (a *Agent) runProxy(ctx context.Context, in proxyInputs) error {
 	a.rt.proxier, a.rt.proxyNode = p, node
 	a.mu.Unlock()
 	log.Info("Starting the service proxy", "backend", backend.Name(), "nodeIPs", node.IPs, "podCIDRs", node.PodCIDRs,
-		"network", local.Name, "sourceVIP", local.SourceVIP, "dsr", cfg.Proxy.EnableDSR)
+		"network", local.Name, "sourceVIP", netaddr.OrNone(local.SourceVIP), "dsr", cfg.Proxy.EnableDSR)
 	return p.Run(ctx)
 }
 

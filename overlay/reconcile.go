@@ -146,7 +146,7 @@ func (c *Controller) setReady(local *LocalNetwork) {
 	c.local, c.ready = local, nil
 	c.mu.Unlock()
 	if changed {
-		c.log.Info("Node network ready", "network", local.Name, "podCIDRs", local.PodCIDRs, "sourceVIP", local.SourceVIP, "vtepMAC", local.VtepMAC.String())
+		c.log.Info("Node network ready", "network", local.Name, "podCIDRs", local.PodCIDRs, "sourceVIP", netaddr.OrNone(local.SourceVIP), "vtepMAC", local.VtepMAC.String())
 		c.opts.OnReady(local)
 	}
 }

@@ -61,3 +61,12 @@ func FromIPNet(n *net.IPNet) (netip.Prefix, bool) {
 	}
 	return netip.PrefixFrom(ip, ones), true
 }
+
+// OrNone formats a for logs and messages: "none" for the zero Addr (whose
+// String is the puzzling "invalid IP").
+func OrNone(a netip.Addr) string {
+	if !a.IsValid() {
+		return "none"
+	}
+	return a.String()
+}
