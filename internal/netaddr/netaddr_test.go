@@ -102,3 +102,18 @@ func TestIPNetRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+func TestOrNone(t *testing.T) {
+	for _, tt := range []struct {
+		in   netip.Addr
+		want string
+	}{
+		{netip.Addr{}, "none"},
+		{netip.MustParseAddr("10.244.1.2"), "10.244.1.2"},
+		{netip.MustParseAddr("fd00::2"), "fd00::2"},
+	} {
+		if got := OrNone(tt.in); got != tt.want {
+			t.Errorf("OrNone(%#v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
