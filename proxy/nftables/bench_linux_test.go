@@ -146,17 +146,10 @@ func BenchmarkKernelFullSync10kx10(b *testing.B) {
 		b.StopTimer()
 		ns := newNetns(b)
 		b.StartTimer()
-		err := nsexec.Do(ns, func() error {
-			nft, err := knftables.New(knftables.InetFamily, TableName)
-			if err != nil {
-				return err
-			}
-			be, err := New(benchOptions(nft))
-			if err != nil {
-				return err
-			}
-			return be.Sync(context.Background(), proxy.Update{State: s, Full: true})
-		})
+		be, err := newKernelBackend(ns, benchOptions)
+		if err == nil {
+			err = nsexec.Do(ns, func() error { return be.Sync(context.Background(), proxy.Update{State: s, Full: true}) })
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -182,17 +175,10 @@ func childCPU() time.Duration {
 func BenchmarkKernelAddOneServiceAt10k(b *testing.B) {
 	s := bigState(10000, 10)
 	ns := newNetns(b)
-	var be *Backend
-	err := nsexec.Do(ns, func() error {
-		nft, err := knftables.New(knftables.InetFamily, TableName)
-		if err != nil {
-			return err
-		}
-		if be, err = New(benchOptions(nft)); err != nil {
-			return err
-		}
-		return be.Sync(context.Background(), proxy.Update{State: s, Full: true})
-	})
+	be, err := newKernelBackend(ns, benchOptions)
+	if err == nil {
+		err = nsexec.Do(ns, func() error { return be.Sync(context.Background(), proxy.Update{State: s, Full: true}) })
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -275,17 +261,10 @@ func BenchmarkGoSideRestartAt10k(b *testing.B) {
 func BenchmarkKernelRestartAt10k(b *testing.B) {
 	s := bigState(10000, 10)
 	ns := newNetns(b)
-	err := nsexec.Do(ns, func() error {
-		nft, err := knftables.New(knftables.InetFamily, TableName)
-		if err != nil {
-			return err
-		}
-		be, err := New(benchOptions(nft))
-		if err != nil {
-			return err
-		}
-		return be.Sync(context.Background(), proxy.Update{State: s, Full: true})
-	})
+	be, err := newKernelBackend(ns, benchOptions)
+	if err == nil {
+		err = nsexec.Do(ns, func() error { return be.Sync(context.Background(), proxy.Update{State: s, Full: true}) })
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -297,17 +276,16 @@ func BenchmarkKernelRestartAt10k(b *testing.B) {
 			runs := 0
 			before := childCPU()
 			for b.Loop() {
-				err := nsexec.Do(ns, func() error {
-					nft, err := knftables.New(knftables.InetFamily, TableName, lister.opts...)
-					if err != nil {
-						return err
-					}
-					counting := &countingNFT{Interface: nft}
-					be, err := New(benchOptions(counting))
-					if err != nil {
-						return err
-					}
-					err = be.Sync(context.Background(), proxy.Update{State: s, Full: true})
+				var counting *countingNFT
+				be, err := newKernelBackend(ns, func(nft knftables.Interface) Options {
+					counting = &countingNFT{Interface: nft}
+					return benchOptions(counting)
+				}, lister.opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = nsexec.Do(ns, func() error {
+					err := be.Sync(context.Background(), proxy.Update{State: s, Full: true})
 					runs += counting.runs
 					return err
 				})

@@ -29,6 +29,22 @@ func newNetns(tb testing.TB) netns.NsHandle {
 	return ns
 }
 
+// newKernelBackend returns a Backend on the real nft in ns: the knftables
+// handle (with nftOpts) is made inside ns, so its checks and any netlink
+// socket are ns's, and opts builds the Backend's options around it.
+func newKernelBackend(ns netns.NsHandle, opts func(knftables.Interface) Options, nftOpts ...knftables.Option) (*Backend, error) {
+	var b *Backend
+	err := nsexec.Do(ns, func() error {
+		nft, err := knftables.New(knftables.InetFamily, TableName, nftOpts...)
+		if err != nil {
+			return err
+		}
+		b, err = New(opts(nft))
+		return err
+	})
+	return b, err
+}
+
 // nftList returns `nft list table inet nodenet` in ns.
 func nftList(ns netns.NsHandle) (string, error) {
 	var out []byte
@@ -61,13 +77,11 @@ func TestTheKernelAcceptsEverySyncOfTheRepresentativeServices(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("nft: %w: %s", err, out)
 		}
-		nft, err := knftables.New(knftables.InetFamily, TableName)
-		if err != nil {
-			return err
-		}
-		b, err = New(testOptions(nft))
-		return err
+		return nil
 	})
+	if err == nil {
+		b, err = newKernelBackend(ns, testOptions)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +129,7 @@ func TestTheKernelAcceptsEverySyncOfTheRepresentativeServices(t *testing.T) {
 
 	// A new backend (a restart) keeps the table it finds: it is the one
 	// it would write.
-	err = nsexec.Do(ns, func() error {
-		nft, err := knftables.New(knftables.InetFamily, TableName)
-		if err != nil {
-			return err
-		}
-		b, err = New(testOptions(nft))
-		return err
-	})
+	b, err = newKernelBackend(ns, testOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,15 +174,7 @@ func key(s string, fam proxy.IPFamily) proxy.ServicePortKey {
 func TestTheKernelAcceptsRandomIncrementalSyncs(t *testing.T) {
 	ns := newNetns(t)
 	ctx := context.Background()
-	var b *Backend
-	err := nsexec.Do(ns, func() error {
-		nft, err := knftables.New(knftables.InetFamily, TableName)
-		if err != nil {
-			return err
-		}
-		b, err = New(testOptions(nft))
-		return err
-	})
+	b, err := newKernelBackend(ns, testOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

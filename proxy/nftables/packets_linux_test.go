@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
-	"sigs.k8s.io/knftables"
 
 	"github.com/nodenet/nodenet/internal/nsexec"
 	"github.com/nodenet/nodenet/proxy"
@@ -31,17 +30,10 @@ func TestRealConnectionsFollowTheRules(t *testing.T) {
 		port("default/sticky:/TCP", "10.96.0.50", 80, local, affinity(time.Hour)),
 		port("default/empty:/TCP", "10.96.0.60", 80, nil),
 	)
-	err := nsexec.Do(ns, func() error {
-		nft, err := knftables.New(knftables.InetFamily, TableName)
-		if err != nil {
-			return err
-		}
-		b, err := New(testOptions(nft))
-		if err != nil {
-			return err
-		}
-		return b.Sync(context.Background(), proxy.Update{State: s, Full: true})
-	})
+	b, err := newKernelBackend(ns, testOptions)
+	if err == nil {
+		err = nsexec.Do(ns, func() error { return b.Sync(context.Background(), proxy.Update{State: s, Full: true}) })
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

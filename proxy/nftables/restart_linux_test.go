@@ -281,20 +281,14 @@ func TestTheStateMarkerDependsOnlyOnTheTableContent(t *testing.T) {
 // transactions counted.
 func kernelBackend(t testing.TB, ns netns.NsHandle) (*Backend, *countingNFT) {
 	t.Helper()
-	var b *Backend
 	var counting *countingNFT
-	err := nsexec.Do(ns, func() error {
-		// As the agent's: netlink lists the table without nft.
-		nft, err := knftables.New(knftables.InetFamily, TableName, knftables.UseNetlink)
-		if err != nil {
-			return err
-		}
+	// As the agent's: netlink lists the table without nft.
+	b, err := newKernelBackend(ns, func(nft knftables.Interface) Options {
 		counting = &countingNFT{Interface: nft}
 		opts := testOptions(counting)
 		opts.Logger = ktesting.NewLogger(t, ktesting.NewConfig())
-		b, err = New(opts)
-		return err
-	})
+		return opts
+	}, knftables.UseNetlink)
 	if err != nil {
 		t.Fatal(err)
 	}
