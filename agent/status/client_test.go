@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,19 +30,19 @@ func clientTestDir(t *testing.T) string {
 	return dir
 }
 
-// serve starts an HTTP server with handler on a unix socket in a fresh
-// directory and returns the socket's path.
+// serveForClient serves handler with the agent's own Listen and Serve on
+// a socket in a fresh directory and returns the socket's path.
 func serveForClient(t *testing.T, handler http.Handler) string {
 	t.Helper()
 	path := filepath.Join(clientTestDir(t), SocketName)
-	l, err := net.Listen("unix", path)
+	l, err := Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(handler)
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, l, handler) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return path
 }
 

@@ -2,10 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,14 +54,14 @@ func (a fakeAgent) start(t *testing.T) string {
 		})
 	}
 	sock := filepath.Join(shortTempDir(t), status.SocketName)
-	l, err := net.Listen("unix", sock)
+	l, err := status.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(mux)
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- status.Serve(ctx, l, mux) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return sock
 }
 
