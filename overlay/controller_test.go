@@ -41,6 +41,7 @@ type winNode struct {
 	sim      *hns.Simulator
 	client   *fake.Clientset
 	recorder *record.FakeRecorder
+	seen     []string // events drained from recorder
 	cfg      *config.AgentConfiguration
 
 	mu    sync.Mutex
@@ -182,15 +183,28 @@ func (w *winNode) update(t *testing.T, name string, change func(*v1.Node)) {
 	}
 }
 
+// events returns every event recorded so far. The recorder sends an
+// event after the API write it reports, so callers wait with eventually.
 func (w *winNode) events() []string {
-	var out []string
 	for {
 		select {
 		case e := <-w.recorder.Events:
-			out = append(out, e)
+			w.seen = append(w.seen, e)
 		default:
-			return out
+			return w.seen
 		}
+	}
+}
+
+func (w *winNode) hasEvents(reasons ...string) func() bool {
+	return func() bool {
+		all := strings.Join(w.events(), "\n")
+		for _, r := range reasons {
+			if !strings.Contains(all, r) {
+				return false
+			}
+		}
+		return true
 	}
 }
 
@@ -244,9 +258,7 @@ func TestControllerWaitsForThePodCIDR(t *testing.T) {
 		a[overlay.AnnotationPublicIP] != "192.168.77.11" || a[overlay.AnnotationKubeSubnetManager] != "true" {
 		t.Errorf("published annotations %v, want backend-data %s", a, wantData)
 	}
-	if ev := strings.Join(w.events(), "\n"); !strings.Contains(ev, overlay.ReasonNoPodCIDR) || !strings.Contains(ev, overlay.ReasonReady) {
-		t.Errorf("events:\n%s\nwant a NoPodCIDR warning and a ready event", ev)
-	}
+	eventually(t, "a NoPodCIDR warning and a ready event", w.hasEvents(overlay.ReasonNoPodCIDR, overlay.ReasonReady))
 }
 
 func TestControllerFollowsRemoteNodes(t *testing.T) {
@@ -422,7 +434,5 @@ func TestControllerRunsOverlayDualStackAsIPv4Only(t *testing.T) {
 	if strings.Join(subnets, ",") != "10.244.1.0/24" {
 		t.Errorf("HNS network subnets %v, want the IPv4 pod CIDR only", subnets)
 	}
-	if ev := strings.Join(w.events(), "\n"); !strings.Contains(ev, overlay.ReasonFamiliesDropped) || !strings.Contains(ev, "IPv4 only") {
-		t.Errorf("events:\n%s\nwant an %s warning that says overlay is IPv4 only", ev, overlay.ReasonFamiliesDropped)
-	}
+	eventually(t, "a "+overlay.ReasonFamiliesDropped+" warning that says overlay is IPv4 only", w.hasEvents(overlay.ReasonFamiliesDropped, "IPv4 only"))
 }
