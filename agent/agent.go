@@ -17,6 +17,7 @@ import (
 	"github.com/nodenet/nodenet/agent/status"
 	"github.com/nodenet/nodenet/cni"
 	"github.com/nodenet/nodenet/hns"
+	"github.com/nodenet/nodenet/internal/apiwait"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/proxy/healthcheck"
 	"github.com/nodenet/nodenet/proxy/hnslb"
@@ -129,7 +130,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	log.Info("Starting nodenet-agent", "version", a.version, "dataplane", a.opts.Dataplane, "source", a.source.String(),
 		"mode", cfg.Network.Mode, "network", cfg.Network.Name, "dsr", cfg.Proxy.EnableDSR)
 
-	client, err := newClient(a.opts.Kubeconfig)
+	client, err := newAgentClient(a.opts.Kubeconfig, log)
 	if err != nil {
 		return err
 	}
@@ -324,8 +325,9 @@ func (a *Agent) keepConflist(ctx context.Context) error {
 	return w.Run(ctx, a.cfg.SyncPeriod.Duration)
 }
 
-// newClient is the API client: in-cluster by default, else kubeconfig.
-func newClient(kubeconfig string) (kubernetes.Interface, error) {
+// restConfig is the API client's config: in-cluster by default, else
+// kubeconfig, speaking protobuf as kube-proxy does.
+func restConfig(kubeconfig string) (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
 	if kubeconfig == "" {
@@ -343,6 +345,18 @@ func newClient(kubeconfig string) (kubernetes.Interface, error) {
 	rc.UserAgent = "nodenet-agent"
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return rc, nil
+}
+
+// newAgentClient is the running agent's API client. Its reads wait out an
+// API server that is down (apiwait), so the informers are not left in a
+// grown backoff when it returns.
+func newAgentClient(kubeconfig string, log klog.Logger) (kubernetes.Interface, error) {
+	rc, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	apiwait.WrapConfig(rc, apiwait.Options{Logger: log.WithName("apiserver")})
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("API client: %w", err)

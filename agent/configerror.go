@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodenet/nodenet/overlay"
 )
@@ -35,9 +36,13 @@ func RecordConfigError(e *ConfigError, kubeconfig string, timeout time.Duration)
 	if node == "" {
 		return fmt.Errorf("no node name to record the config error on")
 	}
-	client, err := newClient(kubeconfig)
+	rc, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("API client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -25,8 +25,8 @@ const (
 	// procBackendPort is where every backend pod serves HTTP.
 	procBackendPort = 8080
 	// afterOutageWait bounds the wait for a change made after an API
-	// outage: the agents' informers retry with a backoff that grew during
-	// the outage (client-go's reflector: up to 30 s, with jitter).
+	// outage. The agents' reads wait out the outage (internal/apiwait) and
+	// see it within seconds; the bound is generous for a loaded CI host.
 	afterOutageWait = 2 * time.Minute
 )
 
