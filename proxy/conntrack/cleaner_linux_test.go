@@ -17,6 +17,7 @@ import (
 	"github.com/nodenet/nodenet/internal/nsexec"
 	"github.com/nodenet/nodenet/internal/testroot"
 	"github.com/nodenet/nodenet/proxy"
+	"github.com/nodenet/nodenet/test/netnode"
 )
 
 // newNS returns a throwaway network namespace with loopback up, the given
@@ -85,25 +86,8 @@ func dnat(services map[string]string) string {
 // echo serves UDP on addr in ns, answering every datagram with name.
 func echo(t *testing.T, ns netns.NsHandle, addr, name string) {
 	t.Helper()
-	var conn *net.UDPConn
-	err := nsexec.Do(ns, func() (err error) {
-		conn, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			_, from, err := conn.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			_, _ = conn.WriteToUDPAddrPort([]byte(name), from)
-		}
-	}()
+	enter := func(fn func() error) error { return nsexec.Do(ns, fn) }
+	netnode.AnswerUDP(t, enter, "udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)), name)
 }
 
 // client is a UDP socket in ns that always sends from the same port.

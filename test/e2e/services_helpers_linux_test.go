@@ -322,25 +322,7 @@ func serveTCP(t *testing.T, p *netnode.Pod, network string) {
 // ("udp4" or "udp6") with its name.
 func serveUDP(t *testing.T, p *netnode.Pod, network string) {
 	t.Helper()
-	var conn *net.UDPConn
-	err := p.Do(func() (err error) {
-		conn, err = net.ListenUDP(network, &net.UDPAddr{Port: backendUDPPort})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			_, from, err := conn.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			_, _ = conn.WriteToUDPAddrPort([]byte(p.Name), from)
-		}
-	}()
+	netnode.AnswerUDP(t, p.Do, network, &net.UDPAddr{Port: backendUDPPort}, p.Name)
 }
 
 // answer is what a backend said over TCP.

@@ -102,3 +102,30 @@ func TCPExchange(ctx context.Context, client, server *NS, dst netip.Addr, port i
 	}
 	return nil
 }
+
+// AnswerUDP serves UDP on addr in the namespace enter runs its function
+// in (NS.Do, Pod.Do, or nsexec.Do with a handle), answering every
+// datagram with name, until the test ends. Tests of UDP load balancing
+// read the name to tell which backend answered.
+func AnswerUDP(t TB, enter func(func() error) error, network string, addr *net.UDPAddr, name string) {
+	t.Helper()
+	var conn *net.UDPConn
+	err := enter(func() (err error) {
+		conn, err = net.ListenUDP(network, addr)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			_, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			_, _ = conn.WriteToUDPAddrPort([]byte(name), from)
+		}
+	}()
+}
