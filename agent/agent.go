@@ -222,31 +222,22 @@ func (a *Agent) Run(ctx context.Context) error {
 		return serveHTTP(ctx, cfg.Proxy.MetricsBindAddress, metrics.Handler(reg), log)
 	})
 	g.run("network", func() error { return ctrl.Run(ctx) })
-	g.run("conflist", func() error {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-networkReady:
-		}
-		return a.keepConflist(ctx)
-	})
-	if dp.podEgress != nil {
-		g.run("pod egress", func() error {
+	// The rest needs the network's facts: start each once it is ready.
+	afterNetwork := func(name string, fn func() error) {
+		g.run(name, func() error {
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-networkReady:
+				return fn()
 			}
-			a.keepPodEgress(ctx, dp)
-			return nil
 		})
 	}
-	g.run("proxy", func() error {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-networkReady:
-		}
+	afterNetwork("conflist", func() error { return a.keepConflist(ctx) })
+	if dp.podEgress != nil {
+		afterNetwork("pod egress", func() error { a.keepPodEgress(ctx, dp); return nil })
+	}
+	afterNetwork("proxy", func() error {
 		return a.runProxy(ctx, proxyInputs{client: client, ctrl: ctrl, dp: dp, metrics: m, health: health, recorder: events.recorder})
 	})
 	err = g.wait()
