@@ -235,6 +235,14 @@ func (e *procEnv) restartUnderLoad(t *testing.T, n *harness.Node, dst netip.Addr
 // brings it back and wants a Service created after it programmed.
 func (e *procEnv) apiOutage(t *testing.T, dst, nodePort netip.AddrPort) {
 	ctx := t.Context()
+	// The outage starts on working services, also when this subtest runs
+	// alone (the others wait for them to be programmed).
+	if _, err := harness.GetEventually(ctx, e.client.NS, dst); err != nil {
+		t.Fatalf("before the outage, through %s: %v", dst, err)
+	}
+	if _, err := harness.GetEventually(ctx, nil, nodePort); err != nil {
+		t.Fatalf("before the outage, through %s: %v", nodePort, err)
+	}
 	e.c.API.StopAPIServer()
 	begin := time.Now()
 	var requests, failed int
