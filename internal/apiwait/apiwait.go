@@ -67,11 +67,6 @@ func WrapConfig(rc *rest.Config, opts Options) {
 	}
 }
 
-// Wrap returns rt with GETs held while the server is unreachable.
-func Wrap(rt http.RoundTripper, opts Options) http.RoundTripper {
-	return &transport{next: rt, tracker: newTracker(opts)}
-}
-
 // Unreachable reports whether err means nothing answered at the server's
 // address, so no request reached it.
 func Unreachable(err error) bool {

@@ -23,6 +23,11 @@ func dialErr(errno syscall.Errno) error {
 	return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", errno)}
 }
 
+// wrap returns rt with GETs held while the server is unreachable.
+func wrap(rt http.RoundTripper, opts Options) http.RoundTripper {
+	return &transport{next: rt, tracker: newTracker(opts)}
+}
+
 // scripted answers each request with the next error of its script, then
 // with 200 OK once the script is used up.
 type scripted struct {
@@ -73,7 +78,7 @@ func TestTransport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inner := &scripted{script: tc.script}
-			rt := Wrap(inner, Options{Initial: time.Millisecond, Max: 2 * time.Millisecond})
+			rt := wrap(inner, Options{Initial: time.Millisecond, Max: 2 * time.Millisecond})
 			req, err := http.NewRequestWithContext(t.Context(), tc.method, "https://10.0.0.1:6443/api/v1/services", tc.body)
 			if err != nil {
 				t.Fatal(err)
@@ -98,7 +103,7 @@ func TestAHeldGETEndsWithItsContext(t *testing.T) {
 	for range 1000 {
 		inner.script = append(inner.script, refused)
 	}
-	rt := Wrap(inner, Options{Initial: time.Millisecond, Max: time.Millisecond})
+	rt := wrap(inner, Options{Initial: time.Millisecond, Max: time.Millisecond})
 	ctx, cancel := context.WithCancel(t.Context())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://10.0.0.1:6443/api/v1/services?watch=true", nil)
 	done := make(chan error)
@@ -122,7 +127,7 @@ func TestAnOutageIsLoggedWhenItStartsAndWhenItEnds(t *testing.T) {
 	}, funcr.Options{})
 	refused := dialErr(syscall.ECONNREFUSED)
 	inner := &scripted{script: []error{refused, refused, refused, nil, refused, refused}}
-	rt := Wrap(inner, Options{Initial: time.Millisecond, Max: time.Millisecond, Logger: logger})
+	rt := wrap(inner, Options{Initial: time.Millisecond, Max: time.Millisecond, Logger: logger})
 	for range 2 {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://10.0.0.1:6443/api", nil)
 		if _, err := rt.RoundTrip(req); err != nil {
