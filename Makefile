@@ -35,8 +35,12 @@ test-unit:
 test-windows:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec "$(CURDIR)/hack/wine-exec.sh" $(WINE_PKGS)
 
+# lint also checks that imports only point down a floor
+# (hack/import-graph.sh: config below the parts, the parts below agent/).
 lint:
 	$(GO) vet $(PKGS)
+	@bash hack/import-graph.sh >/dev/null || { bash hack/import-graph.sh | grep '^UP'; exit 1; }
+
 	GOOS=windows GOARCH=amd64 $(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 

@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/agent/status"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/internal/apiwait"
 	"github.com/nodenet/nodenet/overlay"

@@ -8,9 +8,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/agent/status"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/proxy"

@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/hnsnet"

@@ -12,10 +12,10 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/agent/status"
 	"github.com/nodenet/nodenet/cni/hostport"
 	"github.com/nodenet/nodenet/cni/vethbridge"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/overlay/egress"
 	"github.com/nodenet/nodenet/overlay/linuxnet"
 	"github.com/nodenet/nodenet/proxy"

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/agent/status"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/hnsnet"

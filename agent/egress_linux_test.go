@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/knftables"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/nsexec"
 	"github.com/nodenet/nodenet/internal/testroot"
 	"github.com/nodenet/nodenet/overlay"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 // The simulator's path cases are written for a non-Windows host.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/proxy"
 	"github.com/nodenet/nodenet/proxy/brain"

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/netip"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/agent/status"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/overlay"
 )
 

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/proxy/healthcheck"

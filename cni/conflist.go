@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodenet/nodenet/internal/atomicfile"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 // Conflist versions: runtimes whose libcni knows spec 1.1 pick the highest

@@ -10,7 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 func testConfig(t *testing.T) *config.AgentConfiguration {

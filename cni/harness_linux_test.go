@@ -30,10 +30,10 @@ import (
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
 	"github.com/nodenet/nodenet/cni/hostport"
 	"github.com/nodenet/nodenet/cni/vethbridge"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/testroot"
 )
 

@@ -24,10 +24,10 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
 	"github.com/nodenet/nodenet/cni/api"
 	"github.com/nodenet/nodenet/cni/hnsendpoint"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/hnsnet"

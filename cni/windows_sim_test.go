@@ -22,9 +22,9 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
 	"github.com/nodenet/nodenet/cni/hnsendpoint"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 )

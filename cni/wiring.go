@@ -7,7 +7,7 @@ import (
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 // NodeNetwork is what the agent knows about this node's network once the

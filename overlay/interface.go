@@ -5,7 +5,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 // Interface is this node's network dataplane. Implementations:

@@ -26,7 +26,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodenet/nodenet/agent"
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 // configEventTimeout bounds recording a config error on the Node before

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 // TestMain lets the process test run this test binary as nodenet-agent.

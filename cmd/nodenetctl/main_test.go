@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
-const testdata = "../../agent/config/testdata/"
+const testdata = "../../config/testdata/"
 
 // result is what one run printed and returned.
 type result struct {

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/agent/status"
+	"github.com/nodenet/nodenet/config"
 )
 
 // exitFailed: the agent could not be asked, or a doctor check failed.

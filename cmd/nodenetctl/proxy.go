@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 const proxyUsage = `Usage: nodenetctl proxy render --config FILE --manifests DIR [flags]

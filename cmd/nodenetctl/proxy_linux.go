@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/proxy"
 	"github.com/nodenet/nodenet/proxy/nftables"
 	"github.com/nodenet/nodenet/proxy/proxier"

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 )
 
 // render needs the nftables backend, which only builds on Linux.

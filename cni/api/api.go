@@ -18,7 +18,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 )
 
-// Default socket paths (cni.socketPath); agent/config takes its defaults
+// Default socket paths (cni.socketPath); config takes its defaults
 // from here so the plugin needs no config package to find the agent.
 const (
 	DefaultSocketPathLinux   = "/var/run/nodenet/cni.sock"

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 )
 

@@ -14,8 +14,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 )
 

@@ -34,8 +34,8 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/internal/testroot"
 )

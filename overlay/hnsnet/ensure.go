@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 )

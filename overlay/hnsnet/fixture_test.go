@@ -19,7 +19,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/hostroute"

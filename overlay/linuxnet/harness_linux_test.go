@@ -24,7 +24,7 @@ import (
 	"github.com/vishvananda/netns"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/internal/testroot"
 	"github.com/nodenet/nodenet/overlay"

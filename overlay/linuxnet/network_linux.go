@@ -8,7 +8,7 @@ import (
 	"github.com/vishvananda/netns"
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/overlay"
 )
 

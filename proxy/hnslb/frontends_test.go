@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/proxy"
 )

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/proxy"
 )

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/proxy"
 	"github.com/nodenet/nodenet/proxy/brain"
 	"github.com/nodenet/nodenet/proxy/hnslb"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/proxy"
 )
 
@@ -43,7 +43,7 @@ func TestConfigTranslation(t *testing.T) {
 		wantErr       bool
 	}{{
 		name:          "a minimal config proxies IPv4, detects pods by the cluster CIDR and serves node ports on the primary IP",
-		config:        "../../agent/config/testdata/agent-minimal.yaml",
+		config:        "../../config/testdata/agent-minimal.yaml",
 		os:            config.OSLinux,
 		node:          Node{Name: "n", IPs: []netip.Addr{netip.MustParseAddr("192.168.1.5")}},
 		wantFamilies:  []proxy.IPFamily{proxy.IPv4},
@@ -51,7 +51,7 @@ func TestConfigTranslation(t *testing.T) {
 		wantNodePorts: []string{"192.168.1.5/32"},
 	}, {
 		name:          "a dual-stack NodeCIDR config detects pods by this node's pod CIDRs and keeps node-port CIDRs beside the primary IPs",
-		config:        "../../agent/config/testdata/agent-linux-l2bridge.yaml",
+		config:        "../../config/testdata/agent-linux-l2bridge.yaml",
 		os:            config.OSLinux,
 		node:          dual,
 		wantFamilies:  []proxy.IPFamily{proxy.IPv4, proxy.IPv6},
@@ -59,7 +59,7 @@ func TestConfigTranslation(t *testing.T) {
 		wantNodePorts: []string{"192.168.10.11/32", "fd00:192:168:10::11/128", "192.168.10.0/24"},
 	}, {
 		name:          "a Windows overlay config runs IPv4 only with DSR, even on a dual-stack node",
-		config:        "../../agent/config/testdata/agent-windows-overlay.yaml",
+		config:        "../../config/testdata/agent-windows-overlay.yaml",
 		os:            config.OSWindows,
 		node:          dual,
 		wantFamilies:  []proxy.IPFamily{proxy.IPv4},
@@ -68,7 +68,7 @@ func TestConfigTranslation(t *testing.T) {
 		wantNodePorts: []string{"192.168.10.11/32"},
 	}, {
 		name:    "primary node-port addresses without a node IP of a proxied family are an error naming the field",
-		config:  "../../agent/config/testdata/agent-minimal.yaml",
+		config:  "../../config/testdata/agent-minimal.yaml",
 		os:      config.OSLinux,
 		node:    Node{Name: "n", IPs: []netip.Addr{netip.MustParseAddr("fd00::5")}},
 		wantErr: true,

@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/hnsnet"

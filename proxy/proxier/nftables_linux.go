@@ -1,7 +1,7 @@
 package proxier
 
 import (
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/proxy/nftables"
 )
 

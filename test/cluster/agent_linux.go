@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/test/netnode"
 )
 

@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/agent/status"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/test/netnode"
 )
 

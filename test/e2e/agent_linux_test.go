@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/linuxnet"
 	"github.com/nodenet/nodenet/test/netnode"

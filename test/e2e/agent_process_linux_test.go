@@ -25,7 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/testroot"
 	harness "github.com/nodenet/nodenet/test/cluster"
 	"github.com/nodenet/nodenet/test/netnode"

@@ -21,7 +21,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/testroot"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/linuxnet"

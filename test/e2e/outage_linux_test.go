@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/testroot"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/test/netnode"

@@ -54,7 +54,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/linuxnet"

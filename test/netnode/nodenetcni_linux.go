@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nodenet/nodenet/agent/config"
 	"github.com/nodenet/nodenet/cni"
 	"github.com/nodenet/nodenet/cni/hostport"
 	"github.com/nodenet/nodenet/cni/vethbridge"
+	"github.com/nodenet/nodenet/config"
 )
 
 // NodenetCNI is nodenet's CNI server for one node, running in this

@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/agent/config"
+	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/proxy/conntrack"
 	"github.com/nodenet/nodenet/proxy/healthcheck"
 	"github.com/nodenet/nodenet/proxy/metrics"
