@@ -13,9 +13,8 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/internal/atomicfile"
-
 	"github.com/nodenet/nodenet/config"
+	"github.com/nodenet/nodenet/internal/atomicfile"
 )
 
 // Conflist versions: runtimes whose libcni knows spec 1.1 pick the highest

@@ -7,10 +7,9 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/nodenet/nodenet/cni/api"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/ipam"
-
-	"github.com/nodenet/nodenet/cni/api"
 )
 
 // errNotReady says the node network isn't there yet; ADD, CHECK and DEL

@@ -14,9 +14,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/ipam"
-
 	"github.com/nodenet/nodenet/cni/api"
+	"github.com/nodenet/nodenet/ipam"
 )
 
 // Defaults of ServerOptions.
