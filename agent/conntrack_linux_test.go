@@ -1,65 +1,47 @@
 package agent
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodenet/nodenet/config"
+	"github.com/nodenet/nodenet/proxy/conntrack"
 )
 
-func TestApplyConntrack(t *testing.T) {
+func TestConntrackSysctls(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  config.ConntrackConfiguration
-		have map[string]string
-		want map[string]string
+		want conntrack.Sysctls
 	}{
 		{
-			name: "the table grows to maxPerCore × CPUs or min, and timeouts are set",
+			name: "every field is carried over",
 			cfg: config.ConntrackConfiguration{
-				MaxPerCore: ptr.To[int32](1), Min: ptr.To[int32](131072),
+				MaxPerCore: ptr.To[int32](32768), Min: ptr.To[int32](131072),
 				TCPEstablishedTimeout: &metav1.Duration{Duration: 24 * time.Hour},
+				TCPCloseWaitTimeout:   &metav1.Duration{Duration: time.Hour},
 				UDPTimeout:            &metav1.Duration{Duration: 30 * time.Second},
+				UDPStreamTimeout:      &metav1.Duration{Duration: 2 * time.Minute},
 			},
-			have: map[string]string{"nf_conntrack_max": "65536\n", "nf_conntrack_tcp_timeout_established": "432000\n", "nf_conntrack_udp_timeout": "30\n"},
-			want: map[string]string{"nf_conntrack_max": "131072", "nf_conntrack_tcp_timeout_established": "86400", "nf_conntrack_udp_timeout": "30\n"},
+			want: conntrack.Sysctls{
+				MaxPerCore: 32768, Min: 131072,
+				TCPEstablishedTimeout: 24 * time.Hour, TCPCloseWaitTimeout: time.Hour,
+				UDPTimeout: 30 * time.Second, UDPStreamTimeout: 2 * time.Minute,
+			},
 		},
 		{
-			name: "a bigger table the operator set stays",
-			cfg:  config.ConntrackConfiguration{MaxPerCore: ptr.To[int32](1), Min: ptr.To[int32](131072)},
-			have: map[string]string{"nf_conntrack_max": "1048576\n"},
-			want: map[string]string{"nf_conntrack_max": "1048576\n"},
-		},
-		{
-			name: "maxPerCore 0 leaves the table size alone",
-			cfg:  config.ConntrackConfiguration{MaxPerCore: ptr.To[int32](0), Min: ptr.To[int32](131072)},
-			have: map[string]string{"nf_conntrack_max": "65536\n"},
-			want: map[string]string{"nf_conntrack_max": "65536\n"},
+			name: "unset fields leave the kernel alone",
+			cfg:  config.ConntrackConfiguration{UDPTimeout: &metav1.Duration{Duration: 30 * time.Second}},
+			want: conntrack.Sysctls{UDPTimeout: 30 * time.Second},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			for name, v := range tc.have {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg := &config.AgentConfiguration{}
-			cfg.Linux.Conntrack = tc.cfg
-			if err := applyConntrack(cfg, dir, ktesting.NewLogger(t, ktesting.NewConfig())); err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range tc.want {
-				got, _ := os.ReadFile(filepath.Join(dir, name))
-				if string(got) != want {
-					t.Errorf("%s = %q, want %q", name, got, want)
-				}
+			if diff := cmp.Diff(tc.want, conntrackSysctls(tc.cfg)); diff != "" {
+				t.Errorf("conntrackSysctls (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -55,7 +55,10 @@ func buildLinux(in buildInputs) (*dataplane, error) {
 		podEgress:  podEgress(in.cfg, eg),
 		newBackend: newNFTablesBackend,
 		beforeProxy: func(cfg *config.AgentConfiguration, log klog.Logger) error {
-			return applyConntrack(cfg, procSysNetfilter, log)
+			if err := conntrack.ApplySysctls(conntrackSysctls(cfg.Linux.Conntrack), conntrack.ProcSysNetfilter, log); err != nil {
+				return fmt.Errorf("linux.conntrack: %w", err)
+			}
+			return nil
 		},
 		dump:             dumpNFTables,
 		healthCheckPorts: true,
