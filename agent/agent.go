@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/nodenet/nodenet/agent/status"
@@ -147,104 +150,149 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer dp.close()
 
-	cniLog := log
-	cniServer, err := cni.NewServer(cni.ServerOptions{
-		SocketPath: cfg.CNI.SocketPath,
-		IPAMDir:    filepath.Join(cfg.CNI.DataDir, "ipam"),
-		Wiring:     dp.wiring,
-		Logger:     &cniLog,
-	})
-	if err != nil {
-		return fmt.Errorf("CNI server: %w", err)
-	}
-	defer cniServer.Close()
-	cniListener, err := cniServer.Listen()
-	if err != nil {
-		return fmt.Errorf("CNI server: %w", err)
-	}
-	statusListener, err := status.Listen(status.SocketPath(cfg.CNI.SocketPath))
-	if err != nil {
-		cniListener.Close()
+	p := &parts{client: client, recorder: events.recorder, dp: dp, networkReady: make(chan struct{})}
+	if err := a.openLocalServers(p); err != nil {
 		return err
 	}
+	defer p.cni.Close()
 
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, proxier.Families(cfg)...)
-	health := healthcheck.NewProxyHealth(healthcheck.ProxyHealthOptions{
-		HealthTimeout: 2 * cfg.SyncPeriod.Duration, Probes: m, Logger: log,
+	p.metrics = metrics.New(reg, proxier.Families(cfg)...)
+	p.metricsHandler = metrics.Handler(reg)
+	p.health = healthcheck.NewProxyHealth(healthcheck.ProxyHealthOptions{
+		HealthTimeout: 2 * cfg.SyncPeriod.Duration, Probes: p.metrics, Logger: log,
 	})
 
-	networkReady := make(chan struct{})
-	var readyOnce sync.Once
 	g := newGroup(ctx, cancel)
-	ctrl, err := overlay.NewController(overlay.ControllerOptions{
-		Config:    cfg,
-		NodeName:  cfg.NodeName,
-		Client:    client,
-		Dataplane: dp.network,
-		OnReady: func(local *overlay.LocalNetwork) {
-			// Before the CNI server has the network, so no pod starts
-			// without a way out of the cluster.
-			if err := a.syncPodEgress(ctx, dp, local); err != nil {
-				if ctx.Err() == nil {
-					g.fail(fmt.Errorf("pod egress masquerading: %w", err))
-				}
-				return
-			}
-			if err := cniServer.SetNetwork(NodeNetwork(cfg, local)); err != nil {
-				g.fail(fmt.Errorf("hand the network to the CNI server: %w", err))
-				return
-			}
-			a.networkReady(local)
-			readyOnce.Do(func() { close(networkReady) })
-		},
-		OnNotReady: func(err error) {
-			log.Info("Node network no longer ready; pods already wired keep working", "err", err.Error())
-		},
-		Recorder: events.recorder,
-		Logger:   log.WithName("network"),
-	})
+	p.ctrl, err = a.newNetwork(ctx, g, p)
 	if err != nil {
-		cniListener.Close()
-		statusListener.Close()
+		p.cniListener.Close()
+		p.statusListener.Close()
 		return err
 	}
 	a.mu.Lock()
-	a.rt.dp, a.rt.ctrl, a.rt.health = dp, ctrl, health
+	a.rt.dp, a.rt.ctrl, a.rt.health = dp, p.ctrl, p.health
 	a.mu.Unlock()
 
-	g.run("CNI server", func() error { return cniServer.Serve(ctx, cniListener) })
-	g.run("local API", func() error { return status.Serve(ctx, statusListener, status.NewHandler(a)) })
-	g.run("health server", func() error {
-		return serveHTTP(ctx, cfg.Proxy.HealthzBindAddress, a.healthHandler(health), log)
-	})
-	g.run("metrics server", func() error {
-		return serveHTTP(ctx, cfg.Proxy.MetricsBindAddress, metrics.Handler(reg), log)
-	})
-	g.run("network", func() error { return ctrl.Run(ctx) })
-	// The rest needs the network's facts: start each once it is ready.
-	afterNetwork := func(name string, fn func() error) {
-		g.run(name, func() error {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-networkReady:
-				return fn()
-			}
-		})
-	}
-	afterNetwork("conflist", func() error { return a.keepConflist(ctx) })
-	if dp.podEgress != nil {
-		afterNetwork("pod egress", func() error { a.keepPodEgress(ctx, dp); return nil })
-	}
-	afterNetwork("proxy", func() error {
-		return a.runProxy(ctx, proxyInputs{client: client, ctrl: ctrl, dp: dp, metrics: m, health: health, recorder: events.recorder})
-	})
+	a.start(ctx, g, p)
 	err = g.wait()
 	if err == nil {
 		log.Info("nodenet-agent stopped; the dataplane stays programmed")
 	}
 	return err
+}
+
+// parts are what Run builds before it starts anything.
+type parts struct {
+	client   kubernetes.Interface
+	recorder record.EventRecorder
+	dp       *dataplane
+	cni      *cni.Server
+	// The listeners are the servers' once they run.
+	cniListener, statusListener net.Listener
+	metrics                     *metrics.Metrics
+	metricsHandler              http.Handler
+	health                      *healthcheck.ProxyHealth
+	ctrl                        *overlay.Controller
+	// networkReady is closed when the network is first ready.
+	networkReady chan struct{}
+}
+
+// openLocalServers builds the CNI server on the dataplane's wiring (it
+// gets the network once the network is ready) and opens its socket and
+// the local API's: all or nothing.
+func (a *Agent) openLocalServers(p *parts) error {
+	cfg := a.cfg
+	cniLog := a.log
+	srv, err := cni.NewServer(cni.ServerOptions{
+		SocketPath: cfg.CNI.SocketPath,
+		IPAMDir:    filepath.Join(cfg.CNI.DataDir, "ipam"),
+		Wiring:     p.dp.wiring,
+		Logger:     &cniLog,
+	})
+	if err != nil {
+		return fmt.Errorf("CNI server: %w", err)
+	}
+	if p.cniListener, err = srv.Listen(); err != nil {
+		srv.Close()
+		return fmt.Errorf("CNI server: %w", err)
+	}
+	if p.statusListener, err = status.Listen(status.SocketPath(cfg.CNI.SocketPath)); err != nil {
+		p.cniListener.Close()
+		srv.Close()
+		return err
+	}
+	p.cni = srv
+	return nil
+}
+
+// newNetwork builds the network controller. Each time the network is
+// ready it is handed on, pod egress first, then the CNI server; the first
+// time also closes p.networkReady. A hand-off that fails fails g.
+func (a *Agent) newNetwork(ctx context.Context, g *group, p *parts) (*overlay.Controller, error) {
+	cfg, log := a.cfg, a.log
+	var readyOnce sync.Once
+	return overlay.NewController(overlay.ControllerOptions{
+		Config:    cfg,
+		NodeName:  cfg.NodeName,
+		Client:    p.client,
+		Dataplane: p.dp.network,
+		OnReady: func(local *overlay.LocalNetwork) {
+			// Before the CNI server has the network, so no pod starts
+			// without a way out of the cluster.
+			if err := a.syncPodEgress(ctx, p.dp, local); err != nil {
+				if ctx.Err() == nil {
+					g.fail(fmt.Errorf("pod egress masquerading: %w", err))
+				}
+				return
+			}
+			if err := p.cni.SetNetwork(NodeNetwork(cfg, local)); err != nil {
+				g.fail(fmt.Errorf("hand the network to the CNI server: %w", err))
+				return
+			}
+			a.networkReady(local)
+			readyOnce.Do(func() { close(p.networkReady) })
+		},
+		OnNotReady: func(err error) {
+			log.Info("Node network no longer ready; pods already wired keep working", "err", err.Error())
+		},
+		Recorder: p.recorder,
+		Logger:   log.WithName("network"),
+	})
+}
+
+// start runs every part in g: the servers and the network at once, the
+// parts that need the network's facts once it is ready.
+func (a *Agent) start(ctx context.Context, g *group, p *parts) {
+	cfg, log := a.cfg, a.log
+	g.run("CNI server", func() error { return p.cni.Serve(ctx, p.cniListener) })
+	g.run("local API", func() error { return status.Serve(ctx, p.statusListener, status.NewHandler(a)) })
+	g.run("health server", func() error {
+		return serveHTTP(ctx, cfg.Proxy.HealthzBindAddress, a.healthHandler(p.health), log)
+	})
+	g.run("metrics server", func() error {
+		return serveHTTP(ctx, cfg.Proxy.MetricsBindAddress, p.metricsHandler, log)
+	})
+	g.run("network", func() error { return p.ctrl.Run(ctx) })
+	afterNetwork := func(name string, fn func() error) {
+		g.run(name, func() error {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-p.networkReady:
+				return fn()
+			}
+		})
+	}
+	afterNetwork("conflist", func() error { return a.keepConflist(ctx) })
+	if p.dp.podEgress != nil {
+		afterNetwork("pod egress", func() error { a.keepPodEgress(ctx, p.dp); return nil })
+	}
+	afterNetwork("proxy", func() error {
+		return a.runProxy(ctx, proxyInputs{
+			client: p.client, ctrl: p.ctrl, dp: p.dp, metrics: p.metrics, health: p.health, recorder: p.recorder,
+		})
+	})
 }
 
 // networkReady records a ready network (the CNI server has it now).
