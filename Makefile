@@ -77,3 +77,10 @@ demo: build
 demo-clean:
 	$(GO) build -o $(BIN)/nodenet-demo ./demo
 	$(BIN)/nodenet-demo -clean
+
+# docs/config-reference.md from config/types.go's doc comments and the
+# defaults config.SetDefaults sets (hack/configref); its test fails when
+# the committed file is stale.
+.PHONY: config-reference
+config-reference:
+	$(GO) run ./hack/configref -o docs/config-reference.md
