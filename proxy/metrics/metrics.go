@@ -103,97 +103,43 @@ func New(reg prometheus.Registerer, families ...proxy.IPFamily) *Metrics {
 	}
 
 	family := []string{"ip_family"}
-	m.syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_proxy_rules_duration_seconds",
-		Help:      alpha + "SyncProxyRules latency in seconds",
-		Buckets:   syncBuckets,
-	}, family)
-	m.syncFullDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_full_proxy_rules_duration_seconds",
-		Help:      alpha + "SyncProxyRules latency in seconds for full resyncs",
-		Buckets:   syncBuckets,
-	}, family)
-	m.syncPartialDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_partial_proxy_rules_duration_seconds",
-		Help:      alpha + "SyncProxyRules latency in seconds for partial resyncs",
-		Buckets:   syncBuckets,
-	}, family)
-	m.lastSynced = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_proxy_rules_last_timestamp_seconds",
-		Help:      alpha + "The last time proxy rules were successfully synced",
-	}, family)
-	m.lastQueued = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_proxy_rules_last_queued_timestamp_seconds",
-		Help:      alpha + "The last time a sync of proxy rules was queued",
-	}, family)
-	m.programming = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "network_programming_duration_seconds",
-		Help:      alpha + "In Cluster Network Programming Latency in seconds",
-		Buckets:   programmingBuckets(),
-	}, family)
-	m.noLocalEndpoints = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_proxy_rules_no_local_endpoints_total",
-		Help:      alpha + "Number of services with a Local traffic policy and no endpoints",
-	}, []string{"traffic_policy", "ip_family"})
+	m.syncDuration = prometheus.NewHistogramVec(kubeProxyHistogram("sync_proxy_rules_duration_seconds",
+		"SyncProxyRules latency in seconds", syncBuckets), family)
+	m.syncFullDuration = prometheus.NewHistogramVec(kubeProxyHistogram("sync_full_proxy_rules_duration_seconds",
+		"SyncProxyRules latency in seconds for full resyncs", syncBuckets), family)
+	m.syncPartialDuration = prometheus.NewHistogramVec(kubeProxyHistogram("sync_partial_proxy_rules_duration_seconds",
+		"SyncProxyRules latency in seconds for partial resyncs", syncBuckets), family)
+	m.lastSynced = prometheus.NewGaugeVec(prometheus.GaugeOpts(kubeProxyOpts("sync_proxy_rules_last_timestamp_seconds",
+		"The last time proxy rules were successfully synced")), family)
+	m.lastQueued = prometheus.NewGaugeVec(prometheus.GaugeOpts(kubeProxyOpts("sync_proxy_rules_last_queued_timestamp_seconds",
+		"The last time a sync of proxy rules was queued")), family)
+	m.programming = prometheus.NewHistogramVec(kubeProxyHistogram("network_programming_duration_seconds",
+		"In Cluster Network Programming Latency in seconds", programmingBuckets()), family)
+	m.noLocalEndpoints = prometheus.NewGaugeVec(prometheus.GaugeOpts(kubeProxyOpts("sync_proxy_rules_no_local_endpoints_total",
+		"Number of services with a Local traffic policy and no endpoints")), []string{"traffic_policy", "ip_family"})
 
-	m.endpointChangesPending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_proxy_rules_endpoint_changes_pending",
-		Help:      alpha + "Pending proxy rules Endpoint changes",
-	})
-	m.endpointChangesTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_proxy_rules_endpoint_changes_total",
-		Help:      alpha + "Cumulative proxy rules Endpoint changes",
-	})
-	m.serviceChangesPending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_proxy_rules_service_changes_pending",
-		Help:      alpha + "Pending proxy rules Service changes",
-	})
-	m.serviceChangesTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "sync_proxy_rules_service_changes_total",
-		Help:      alpha + "Cumulative proxy rules Service changes",
-	})
+	m.endpointChangesPending = prometheus.NewGauge(prometheus.GaugeOpts(kubeProxyOpts("sync_proxy_rules_endpoint_changes_pending",
+		"Pending proxy rules Endpoint changes")))
+	m.endpointChangesTotal = prometheus.NewCounter(prometheus.CounterOpts(kubeProxyOpts("sync_proxy_rules_endpoint_changes_total",
+		"Cumulative proxy rules Endpoint changes")))
+	m.serviceChangesPending = prometheus.NewGauge(prometheus.GaugeOpts(kubeProxyOpts("sync_proxy_rules_service_changes_pending",
+		"Pending proxy rules Service changes")))
+	m.serviceChangesTotal = prometheus.NewCounter(prometheus.CounterOpts(kubeProxyOpts("sync_proxy_rules_service_changes_total",
+		"Cumulative proxy rules Service changes")))
 
-	m.healthzTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "proxy_healthz_total",
-		Help:      alpha + "Cumulative proxy healthz HTTP status",
-	}, []string{"code"})
-	m.livezTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: kubeProxySubsystem,
-		Name:      "proxy_livez_total",
-		Help:      alpha + "Cumulative proxy livez HTTP status",
-	}, []string{"code"})
+	m.healthzTotal = prometheus.NewCounterVec(prometheus.CounterOpts(kubeProxyOpts("proxy_healthz_total",
+		"Cumulative proxy healthz HTTP status")), []string{"code"})
+	m.livezTotal = prometheus.NewCounterVec(prometheus.CounterOpts(kubeProxyOpts("proxy_livez_total",
+		"Cumulative proxy livez HTTP status")), []string{"code"})
 
-	m.operations = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "nodenet",
-		Subsystem: "proxy",
-		Name:      "backend_operations_total",
-		Help:      "Dataplane operations issued by proxy backends, by backend, operation and result (success or error).",
-	}, []string{"backend", "operation", "result"})
-	m.operationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "nodenet",
-		Subsystem: "proxy",
-		Name:      "backend_operation_duration_seconds",
-		Help:      "Latency of dataplane operations issued by proxy backends, in seconds.",
-		Buckets:   operationBuckets,
-	}, []string{"backend", "operation"})
-	m.syncErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "nodenet",
-		Subsystem: "proxy",
-		Name:      "sync_errors_total",
-		Help:      "Proxy syncs that a backend failed.",
-	}, []string{"backend"})
+	m.operations = prometheus.NewCounterVec(prometheus.CounterOpts(nodenetOpts("backend_operations_total",
+		"Dataplane operations issued by proxy backends, by backend, operation and result (success or error).")),
+		[]string{"backend", "operation", "result"})
+	m.operationDuration = prometheus.NewHistogramVec(withBuckets(nodenetOpts("backend_operation_duration_seconds",
+		"Latency of dataplane operations issued by proxy backends, in seconds."), operationBuckets),
+		[]string{"backend", "operation"})
+	m.syncErrors = prometheus.NewCounterVec(prometheus.CounterOpts(nodenetOpts("sync_errors_total",
+		"Proxy syncs that a backend failed.")), []string{"backend"})
 
 	if reg != nil {
 		reg.MustRegister(
@@ -206,6 +152,27 @@ func New(reg prometheus.Registerer, families ...proxy.IPFamily) *Metrics {
 		)
 	}
 	return m
+}
+
+// kubeProxyOpts names a kube-proxy metric as kube-proxy does: its
+// subsystem, and the ALPHA mark on its help.
+func kubeProxyOpts(name, help string) prometheus.Opts {
+	return prometheus.Opts{Subsystem: kubeProxySubsystem, Name: name, Help: alpha + help}
+}
+
+// kubeProxyHistogram is kubeProxyOpts for a histogram.
+func kubeProxyHistogram(name, help string, buckets []float64) prometheus.HistogramOpts {
+	return withBuckets(kubeProxyOpts(name, help), buckets)
+}
+
+// nodenetOpts names one of nodenet's own metrics, nodenet_proxy_*.
+func nodenetOpts(name, help string) prometheus.Opts {
+	return prometheus.Opts{Namespace: "nodenet", Subsystem: "proxy", Name: name, Help: help}
+}
+
+// withBuckets makes o a histogram's options.
+func withBuckets(o prometheus.Opts, buckets []float64) prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{Namespace: o.Namespace, Subsystem: o.Subsystem, Name: o.Name, Help: o.Help, Buckets: buckets}
 }
 
 // ObserveSync records how long one sync took, in the overall histogram and
