@@ -152,23 +152,30 @@ func (s *Store[O, K, V]) Diff() Diff[K, V] {
 	}
 }
 
+// compute works out the round's diff once: compare the owners' new sets
+// with their old ones, then settle the keys that changed owner, then find
+// the keys nobody holds any more.
 func (s *Store[O, K, V]) compute() *computed[O, K, V] {
 	if s.diff != nil {
 		return s.diff
 	}
 	r := &computed[O, K, V]{}
+	arrivals, shrunk := s.compareOwners(r)
+	s.settleArrivals(r, arrivals)
+	s.collectDeleted(r, arrivals, shrunk)
+	s.diff = r
+	return r
+}
 
-	// One pass over the round's items. A key its owner held before is
-	// compared within the owner's own small maps; only a key new to its
-	// owner needs the index, and which owner wins it is known only at
-	// the end of the pass: arrivals[k] is the winner so far.
-	var (
-		arrivals map[K]owned[O, V]
-		// evicted are keys whose owner Set them again but lost them to
-		// a later Set of another owner.
-		evicted map[K]struct{}
-		shrunk  []O // owners that may have dropped keys
-	)
+// compareOwners makes one pass over the round's items. A key its owner
+// held before is compared within the owner's own small maps; only a key
+// new to its owner needs the index, and which owner wins it is known only
+// at the end of the pass: arrivals[k] is the winner. shrunk are the
+// owners that may have dropped keys.
+func (s *Store[O, K, V]) compareOwners(r *computed[O, K, V]) (arrivals map[K]owned[O, V], shrunk []O) {
+	// evicted are keys whose owner Set them again but lost them to a
+	// later Set of another owner.
+	var evicted map[K]struct{}
 	for o, p := range s.pending {
 		old := s.owners[o]
 		if p.deleted {
@@ -188,26 +195,15 @@ func (s *Store[O, K, V]) compute() *computed[O, K, V] {
 				}
 				continue
 			}
-			if prev, ok := arrivals[k]; ok {
-				if s.pending[prev.owner].seq > p.seq {
-					r.taken = append(r.taken, keyed[K, O]{k, o})
-					continue
+			wins, evicts := s.contest(r, arrivals, o, p.seq, k)
+			if !wins {
+				continue
+			}
+			if evicts {
+				if evicted == nil {
+					evicted = make(map[K]struct{})
 				}
-				r.taken = append(r.taken, keyed[K, O]{k, prev.owner})
-			} else if cur, held := s.index[k]; held {
-				if cp, ok := s.pending[cur.owner]; ok && !cp.deleted {
-					if _, again := cp.items[k]; again {
-						if cp.seq > p.seq {
-							r.taken = append(r.taken, keyed[K, O]{k, o})
-							continue
-						}
-						if evicted == nil {
-							evicted = make(map[K]struct{})
-						}
-						evicted[k] = struct{}{}
-					}
-				}
-				r.taken = append(r.taken, keyed[K, O]{k, cur.owner})
+				evicted[k] = struct{}{}
 			}
 			if arrivals == nil {
 				arrivals = make(map[K]owned[O, V])
@@ -224,6 +220,43 @@ func (s *Store[O, K, V]) compute() *computed[O, K, V] {
 		r.diff.Updated = slices.DeleteFunc(r.diff.Updated, func(c Change[K, V]) bool { _, ok := evicted[c.Key]; return ok })
 		r.writes = slices.DeleteFunc(r.writes, func(w keyed[K, owned[O, V]]) bool { _, ok := evicted[w.key]; return ok })
 	}
+	return arrivals, shrunk
+}
+
+// contest decides, as far as the pass has got, whether owner o, Set at
+// seq, takes k, a key new to it. The later Set wins, against another
+// owner new to k and against k's committed owner Setting it again; r.taken
+// records the loser. evicts is true when o wins k from its committed owner
+// Setting it again.
+func (s *Store[O, K, V]) contest(r *computed[O, K, V], arrivals map[K]owned[O, V], o O, seq int, k K) (wins, evicts bool) {
+	if prev, ok := arrivals[k]; ok {
+		if s.pending[prev.owner].seq > seq {
+			r.taken = append(r.taken, keyed[K, O]{k, o})
+			return false, false
+		}
+		r.taken = append(r.taken, keyed[K, O]{k, prev.owner})
+		return true, false
+	}
+	cur, held := s.index[k]
+	if !held {
+		return true, false
+	}
+	if cp, ok := s.pending[cur.owner]; ok && !cp.deleted {
+		if _, again := cp.items[k]; again {
+			if cp.seq > seq {
+				r.taken = append(r.taken, keyed[K, O]{k, o})
+				return false, false
+			}
+			evicts = true
+		}
+	}
+	r.taken = append(r.taken, keyed[K, O]{k, cur.owner})
+	return true, evicts
+}
+
+// settleArrivals reports each key that came to a new owner: created when
+// no owner held it, updated when its value changed.
+func (s *Store[O, K, V]) settleArrivals(r *computed[O, K, V], arrivals map[K]owned[O, V]) {
 	for k, a := range arrivals {
 		cur, held := s.index[k]
 		switch {
@@ -234,10 +267,12 @@ func (s *Store[O, K, V]) compute() *computed[O, K, V] {
 		}
 		r.writes = append(r.writes, keyed[K, owned[O, V]]{k, a})
 	}
+}
 
-	// Last the keys that go: held by an owner that dropped some this
-	// round (or by any owner not Set in a full round) and wanted by
-	// nobody.
+// collectDeleted reports the keys that go: held by an owner that dropped
+// some this round (or by any owner not Set in a full round) and wanted by
+// nobody.
+func (s *Store[O, K, V]) collectDeleted(r *computed[O, K, V], arrivals map[K]owned[O, V], shrunk []O) {
 	gone := func(o O, keep map[K]V) {
 		for k, v := range s.owners[o] {
 			if _, moved := arrivals[k]; moved {
@@ -261,8 +296,6 @@ func (s *Store[O, K, V]) compute() *computed[O, K, V] {
 			}
 		}
 	}
-	s.diff = r
-	return r
 }
 
 // Commit makes the pending round the baseline: call it once the backend
