@@ -160,16 +160,49 @@ func (c *computer) common(svc *v1.Service) proxy.ServicePort {
 // frontends returns the service's addresses grouped by family, for the
 // families this node runs that have a cluster IP, in c.families' order.
 func (c *computer) frontends(svc *v1.Service) []*familyFrontends {
+	var fs frontendsByFamily
+	if !c.clusterIPs(svc, &fs) {
+		return nil
+	}
+	c.externalIPs(svc, &fs)
+	c.loadBalancerIPs(svc, &fs)
+	allowAll := c.sourceRanges(svc, &fs)
+	out := make([]*familyFrontends, 0, 2)
+	for _, f := range c.families {
+		i := familyIndex(f)
+		if ff := fs[i]; ff != nil {
+			if allowAll[i] {
+				ff.sourceRanges = nil
+			}
+			out = append(out, ff)
+		}
+	}
+	return out
+}
+
+// frontendsByFamily holds a service's frontends while frontends gathers
+// them, IPv4 then IPv6: nil for a family without a cluster IP, whose
+// other addresses are dropped.
+type frontendsByFamily [2]*familyFrontends
+
+func familyIndex(f proxy.IPFamily) int {
+	if f == proxy.IPv4 {
+		return 0
+	}
+	return 1
+}
+
+// of returns the frontends of a's family.
+func (fs *frontendsByFamily) of(a netip.Addr) *familyFrontends {
+	return fs[familyIndex(proxy.FamilyOf(a))]
+}
+
+// clusterIPs starts fs with the cluster IPs of the families this node
+// runs, one per family; false when there is none.
+func (c *computer) clusterIPs(svc *v1.Service, fs *frontendsByFamily) bool {
 	clusterIPs := svc.Spec.ClusterIPs
 	if len(clusterIPs) == 0 {
 		clusterIPs = []string{svc.Spec.ClusterIP}
-	}
-	var byFamily [2]*familyFrontends // IPv4, IPv6
-	index := func(f proxy.IPFamily) int {
-		if f == proxy.IPv4 {
-			return 0
-		}
-		return 1
 	}
 	found := false
 	for _, s := range clusterIPs {
@@ -182,7 +215,7 @@ func (c *computer) frontends(svc *v1.Service) []*familyFrontends {
 			continue
 		}
 		f := proxy.FamilyOf(a)
-		if byFamily[index(f)] != nil {
+		if fs.of(a) != nil {
 			c.probs.add(kindService, svc, "second %s cluster IP %s ignored", f, a)
 			continue
 		}
@@ -190,13 +223,14 @@ func (c *computer) frontends(svc *v1.Service) []*familyFrontends {
 			c.probs.dropFamily(svc, string(f))
 			continue
 		}
-		byFamily[index(f)] = &familyFrontends{family: f, clusterIP: a}
+		fs[familyIndex(f)] = &familyFrontends{family: f, clusterIP: a}
 		found = true
 	}
-	if !found {
-		return nil
-	}
+	return found
+}
 
+// externalIPs adds the service's external IPs to fs.
+func (c *computer) externalIPs(svc *v1.Service, fs *frontendsByFamily) {
 	for _, s := range svc.Spec.ExternalIPs {
 		if strings.TrimSpace(s) == "" {
 			continue
@@ -206,11 +240,14 @@ func (c *computer) frontends(svc *v1.Service) []*familyFrontends {
 			c.probs.add(kindService, svc, "invalid external IP %q", s)
 			continue
 		}
-		if ff := byFamily[index(proxy.FamilyOf(a))]; ff != nil && !slices.Contains(ff.externalIPs, a) {
+		if ff := fs.of(a); ff != nil && !slices.Contains(ff.externalIPs, a) {
 			ff.externalIPs = append(ff.externalIPs, a)
 		}
 	}
+}
 
+// loadBalancerIPs adds the service's load-balancer ingress IPs to fs.
+func (c *computer) loadBalancerIPs(svc *v1.Service, fs *frontendsByFamily) {
 	for _, ing := range svc.Status.LoadBalancer.Ingress {
 		// Hostname-only ingresses and proxy-mode load balancers (which
 		// send traffic to node ports, not to the VIP) get no rules here.
@@ -222,12 +259,16 @@ func (c *computer) frontends(svc *v1.Service) []*familyFrontends {
 			c.probs.add(kindService, svc, "invalid load-balancer ingress IP %q", ing.IP)
 			continue
 		}
-		if ff := byFamily[index(proxy.FamilyOf(a))]; ff != nil && !slices.Contains(ff.lbIPs, a) {
+		if ff := fs.of(a); ff != nil && !slices.Contains(ff.lbIPs, a) {
 			ff.lbIPs = append(ff.lbIPs, a)
 		}
 	}
+}
 
-	var allowAll [2]bool
+// sourceRanges adds the service's loadBalancerSourceRanges to fs.
+// allowAll[i] is true when fs[i] has a /0, which allows every source: the
+// same as no ranges at all.
+func (c *computer) sourceRanges(svc *v1.Service, fs *frontendsByFamily) (allowAll [2]bool) {
 	for _, s := range svc.Spec.LoadBalancerSourceRanges {
 		// Validation has always allowed spaces around the ranges.
 		s = strings.TrimSpace(s)
@@ -239,12 +280,11 @@ func (c *computer) frontends(svc *v1.Service) []*familyFrontends {
 			c.probs.add(kindService, svc, "invalid loadBalancerSourceRange %q: %v", s, err)
 			continue
 		}
-		i := index(proxy.FamilyOf(p.Addr()))
-		ff := byFamily[i]
+		i := familyIndex(proxy.FamilyOf(p.Addr()))
+		ff := fs[i]
 		if ff == nil {
 			continue
 		}
-		// A /0 allows every source: the same as no ranges at all.
 		if p.Bits() == 0 {
 			allowAll[i] = true
 		}
@@ -252,18 +292,7 @@ func (c *computer) frontends(svc *v1.Service) []*familyFrontends {
 			ff.sourceRanges = append(ff.sourceRanges, p)
 		}
 	}
-
-	out := make([]*familyFrontends, 0, 2)
-	for _, f := range c.families {
-		i := index(f)
-		if ff := byFamily[i]; ff != nil {
-			if allowAll[i] {
-				ff.sourceRanges = nil
-			}
-			out = append(out, ff)
-		}
-	}
-	return out
+	return allowAll
 }
 
 // ports returns the service's valid ports; the bad ones are reported.
