@@ -115,58 +115,75 @@ func (p Plan) Stale(e Entry) bool {
 // frontend is new, so entries left from before a restart are reconciled.
 // Like kube-proxy, a node port is matched on its port alone.
 func NewPlan(prev, next *proxy.State, changed map[proxy.ServicePortKey]struct{}) Plan {
-	lookup := func(s *proxy.State, k proxy.ServicePortKey) *proxy.ServicePort {
-		if s == nil {
-			return nil
-		}
-		return s.ServicePorts[k]
-	}
-	keys := changed
-	if keys == nil {
-		keys = map[proxy.ServicePortKey]struct{}{}
-		for _, s := range []*proxy.State{prev, next} {
-			if s == nil {
-				continue
-			}
-			for k := range s.ServicePorts {
-				keys[k] = struct{}{}
-			}
-		}
-	}
-
 	planned := map[Frontend]struct{}{}
-	for k := range keys {
-		if !flushed(k.Protocol) {
-			continue
-		}
-		before, after := lookup(prev, k), lookup(next, k)
-		oldEps, newEps := endpoints(before), endpoints(after)
-		oldFronts, newFronts := frontends(before), frontends(after)
-		lost := false
-		for ep := range oldEps {
-			if _, ok := newEps[ep]; !ok {
-				lost = true
-				break
-			}
-		}
-		activated := len(oldEps) == 0 && len(newEps) > 0
-		for f := range oldFronts {
-			if _, still := newFronts[f]; !still || lost {
-				planned[f] = struct{}{}
-			}
-		}
-		for f := range newFronts {
-			if _, was := oldFronts[f]; !was || activated {
-				planned[f] = struct{}{}
-			}
+	for k := range changedKeys(prev, next, changed) {
+		if flushed(k.Protocol) {
+			planStale(planned, servicePort(prev, k), servicePort(next, k))
 		}
 	}
 	if len(planned) == 0 {
 		return Plan{}
 	}
+	return keepLive(planned, next)
+}
 
-	// A frontend's live endpoints come from every port of the new state
-	// that has it: a removed service's address may already be another's.
+// changedKeys is changed, or every key of prev and next when changed is
+// nil.
+func changedKeys(prev, next *proxy.State, changed map[proxy.ServicePortKey]struct{}) map[proxy.ServicePortKey]struct{} {
+	if changed != nil {
+		return changed
+	}
+	keys := map[proxy.ServicePortKey]struct{}{}
+	for _, s := range []*proxy.State{prev, next} {
+		if s == nil {
+			continue
+		}
+		for k := range s.ServicePorts {
+			keys[k] = struct{}{}
+		}
+	}
+	return keys
+}
+
+// servicePort is s's port k; nil when s is.
+func servicePort(s *proxy.State, k proxy.ServicePortKey) *proxy.ServicePort {
+	if s == nil {
+		return nil
+	}
+	return s.ServicePorts[k]
+}
+
+// planStale adds to planned the frontends of one service port that the
+// step from before to after made stale, by NewPlan's rules. Either may be
+// nil: the port is new, or removed.
+func planStale(planned map[Frontend]struct{}, before, after *proxy.ServicePort) {
+	oldEps, newEps := endpoints(before), endpoints(after)
+	oldFronts, newFronts := frontends(before), frontends(after)
+	lost := false
+	for ep := range oldEps {
+		if _, ok := newEps[ep]; !ok {
+			lost = true
+			break
+		}
+	}
+	activated := len(oldEps) == 0 && len(newEps) > 0
+	for f := range oldFronts {
+		if _, still := newFronts[f]; !still || lost {
+			planned[f] = struct{}{}
+		}
+	}
+	for f := range newFronts {
+		if _, was := oldFronts[f]; !was || activated {
+			planned[f] = struct{}{}
+		}
+	}
+}
+
+// keepLive is the plan for the planned frontends: each keeps the endpoints
+// of every port of next that has it, as a removed service's address may
+// already be another's. It also notes the service addresses that a
+// planned node port must not claim.
+func keepLive(planned map[Frontend]struct{}, next *proxy.State) Plan {
 	p := Plan{Keep: make(map[Frontend]map[netip.AddrPort]struct{}, len(planned))}
 	for f := range planned {
 		p.Keep[f] = map[netip.AddrPort]struct{}{}
@@ -177,29 +194,30 @@ func NewPlan(prev, next *proxy.State, changed map[proxy.ServicePortKey]struct{})
 			nodePortProtos[f.Protocol] = true
 		}
 	}
-	if next != nil {
-		for _, sp := range next.ServicePorts {
-			if !flushed(sp.Key.Protocol) {
+	if next == nil {
+		return p
+	}
+	for _, sp := range next.ServicePorts {
+		if !flushed(sp.Key.Protocol) {
+			continue
+		}
+		var eps map[netip.AddrPort]struct{}
+		for f := range frontends(sp) {
+			if nodePortProtos[f.Protocol] && f.Addr.IsValid() {
+				if p.services == nil {
+					p.services = map[Frontend]struct{}{}
+				}
+				p.services[f] = struct{}{}
+			}
+			keep, ok := p.Keep[f]
+			if !ok {
 				continue
 			}
-			var eps map[netip.AddrPort]struct{}
-			for f := range frontends(sp) {
-				if nodePortProtos[f.Protocol] && f.Addr.IsValid() {
-					if p.services == nil {
-						p.services = map[Frontend]struct{}{}
-					}
-					p.services[f] = struct{}{}
-				}
-				keep, ok := p.Keep[f]
-				if !ok {
-					continue
-				}
-				if eps == nil {
-					eps = endpoints(sp)
-				}
-				for ep := range eps {
-					keep[ep] = struct{}{}
-				}
+			if eps == nil {
+				eps = endpoints(sp)
+			}
+			for ep := range eps {
+				keep[ep] = struct{}{}
 			}
 		}
 	}
