@@ -125,13 +125,7 @@ func (r *Runner) request(full bool) {
 // sync in progress (which gets ctx) returns; Sync is not called once Run
 // has seen ctx done.
 func (r *Runner) Run(ctx context.Context) {
-	var (
-		started   bool
-		lastStart time.Time // start of the last sync
-		lastFull  time.Time // end of the last successful full sync
-		backoff   time.Duration
-		retryAt   time.Time // after a failure: the earliest retry
-	)
+	var h history
 	for {
 		select {
 		case <-r.wake:
@@ -141,78 +135,109 @@ func (r *Runner) Run(ctx context.Context) {
 			return
 		}
 		now := r.opts.Clock.Now()
-		failed := backoff > 0
-
-		// gate is the earliest a sync may start; due is when the next
-		// one should, if have.
-		var gate time.Time
-		if started {
-			gate = lastStart.Add(r.opts.MinInterval)
-		}
-		if failed {
-			gate = later(gate, retryAt)
-		}
-		r.mu.Lock()
-		requested := r.requested
-		if requested && started {
-			gate = later(gate, r.requestedAt.Add(r.opts.Batch))
-		}
-		r.mu.Unlock()
-		due, have := gate, requested || failed
-		if started && r.opts.Period > 0 {
-			periodic := later(lastFull.Add(r.opts.Period), gate)
-			if !have || periodic.Before(due) {
-				due, have = periodic, true
-			}
-		}
-
+		due, have := r.next(&h)
 		if have && !due.After(now) {
-			r.mu.Lock()
-			full := r.full || failed || (r.opts.Period > 0 && !now.Before(lastFull.Add(r.opts.Period)))
-			r.requested, r.full = false, false
-			r.mu.Unlock()
-			if ctx.Err() != nil {
+			if !r.sync(ctx, &h, now) {
 				return
-			}
-			started, lastStart = true, now
-			r.log.V(4).Info("Syncing", "full", full)
-			err := r.opts.Sync(ctx, full)
-			end := r.opts.Clock.Now()
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				backoff = min(max(2*backoff, r.opts.BackoffInitial), r.opts.BackoffMax)
-				retryAt = end.Add(backoff)
-				r.log.Error(err, "Sync failed; retrying with a full sync", "full", full, "retryIn", backoff)
-			default:
-				backoff, retryAt = 0, time.Time{}
-				if full {
-					lastFull = end
-				}
 			}
 			continue
 		}
+		r.wait(ctx, due, have, now)
+	}
+}
 
-		var timer clock.Timer
-		var fire <-chan time.Time
-		if have {
-			timer = r.opts.Clock.NewTimer(due.Sub(now))
-			fire = timer.C()
-		} else {
-			due = time.Time{}
+// history is what Run remembers of its syncs.
+type history struct {
+	started   bool
+	lastStart time.Time     // start of the last sync
+	lastFull  time.Time     // end of the last successful full sync
+	backoff   time.Duration // after a failure: the last wait; else 0
+	retryAt   time.Time     // after a failure: the earliest retry
+}
+
+func (h *history) failed() bool { return h.backoff > 0 }
+
+// next is when the next sync should start, if have: no earlier than
+// MinInterval after the last start, the retry time after a failure, and
+// Batch after a request; no later than Period after the last full sync.
+func (r *Runner) next(h *history) (due time.Time, have bool) {
+	failed := h.failed()
+	// gate is the earliest a sync may start.
+	var gate time.Time
+	if h.started {
+		gate = h.lastStart.Add(r.opts.MinInterval)
+	}
+	if failed {
+		gate = later(gate, h.retryAt)
+	}
+	r.mu.Lock()
+	requested := r.requested
+	if requested && h.started {
+		gate = later(gate, r.requestedAt.Add(r.opts.Batch))
+	}
+	r.mu.Unlock()
+	due, have = gate, requested || failed
+	if h.started && r.opts.Period > 0 {
+		periodic := later(h.lastFull.Add(r.opts.Period), gate)
+		if !have || periodic.Before(due) {
+			due, have = periodic, true
 		}
-		if r.idle != nil {
-			r.idle(due)
+	}
+	return due, have
+}
+
+// sync runs one sync, full when asked for, after a failure or when a
+// periodic one is due, and records in h how it went. It returns false when
+// ctx is done, before or during the sync.
+func (r *Runner) sync(ctx context.Context, h *history, now time.Time) bool {
+	r.mu.Lock()
+	full := r.full || h.failed() || (r.opts.Period > 0 && !now.Before(h.lastFull.Add(r.opts.Period)))
+	r.requested, r.full = false, false
+	r.mu.Unlock()
+	if ctx.Err() != nil {
+		return false
+	}
+	h.started, h.lastStart = true, now
+	r.log.V(4).Info("Syncing", "full", full)
+	err := r.opts.Sync(ctx, full)
+	end := r.opts.Clock.Now()
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case err != nil:
+		h.backoff = min(max(2*h.backoff, r.opts.BackoffInitial), r.opts.BackoffMax)
+		h.retryAt = end.Add(h.backoff)
+		r.log.Error(err, "Sync failed; retrying with a full sync", "full", full, "retryIn", h.backoff)
+	default:
+		h.backoff, h.retryAt = 0, time.Time{}
+		if full {
+			h.lastFull = end
 		}
-		select {
-		case <-ctx.Done():
-		case <-r.wake:
-		case <-fire:
-		}
-		if timer != nil {
-			timer.Stop()
-		}
+	}
+	return true
+}
+
+// wait returns at due (never, without have), on a request, or when ctx
+// is done.
+func (r *Runner) wait(ctx context.Context, due time.Time, have bool, now time.Time) {
+	var timer clock.Timer
+	var fire <-chan time.Time
+	if have {
+		timer = r.opts.Clock.NewTimer(due.Sub(now))
+		fire = timer.C()
+	} else {
+		due = time.Time{}
+	}
+	if r.idle != nil {
+		r.idle(due)
+	}
+	select {
+	case <-ctx.Done():
+	case <-r.wake:
+	case <-fire:
+	}
+	if timer != nil {
+		timer.Stop()
 	}
 }
 
