@@ -127,95 +127,146 @@ func (m manifest) parse(data []byte) ([]object, error) {
 
 // decode reads one object; ok is false for objects the proxy skips.
 func (m manifest) decode(data []byte, where string) (o object, ok bool, err error) {
-	var head struct {
-		metav1.TypeMeta
-		Metadata struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
+	head, ok, err := m.readHead(data, where)
+	if !ok {
+		return object{}, false, err
 	}
+	what := head.what()
+	var meta *metav1.ObjectMeta
+	switch head.Kind {
+	case "Service":
+		svc, err := m.decodeService(data, where, what)
+		if svc == nil {
+			return object{}, false, err
+		}
+		o.obj, meta, o.key.kind = svc, &svc.ObjectMeta, kindService
+	case "EndpointSlice":
+		slice, err := m.decodeSlice(data, where, what)
+		if slice == nil {
+			return object{}, false, err
+		}
+		o.obj, meta, o.key.kind = slice, &slice.ObjectMeta, kindSlice
+	case "Node":
+		node, err := m.decodeNode(data, where, what, head.Metadata.Name)
+		if node == nil {
+			return object{}, false, err
+		}
+		o.obj, meta, o.key.kind = node, &node.ObjectMeta, kindNode
+	}
+	if err := identify(&o, meta); err != nil {
+		return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
+	}
+	o.where = where
+	return o, true, nil
+}
+
+// manifestHead is what decode reads of an object before its kind.
+type manifestHead struct {
+	metav1.TypeMeta
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+// what names the object in errors.
+func (h manifestHead) what() string { return strings.TrimSpace(h.Kind + " " + h.Metadata.Name) }
+
+// readHead reads an object's kind, apiVersion and name, and checks them;
+// ok is false for an error, or for a kind the proxy does not read.
+func (m manifest) readHead(data []byte, where string) (head manifestHead, ok bool, err error) {
 	if err := json.Unmarshal(data, &head); err != nil {
-		return object{}, false, fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
+		return head, false, fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
 	}
-	what := strings.TrimSpace(head.Kind + " " + head.Metadata.Name)
 	wantVersion := map[string]string{"Service": "v1", "Node": "v1", "EndpointSlice": discoveryv1.SchemeGroupVersion.String()}[head.Kind]
 	switch {
 	case head.Kind == "":
-		return object{}, false, fmt.Errorf("%s: no kind", where)
+		return head, false, fmt.Errorf("%s: no kind", where)
 	case wantVersion == "":
 		m.log.V(2).Info("Ignoring an object the proxy does not read", "at", where, "apiVersion", head.APIVersion, "kind", head.Kind, "name", head.Metadata.Name)
-		return object{}, false, nil
+		return head, false, nil
 	case head.APIVersion != wantVersion:
-		return object{}, false, fmt.Errorf("%s: %s: apiVersion %q, want %q", where, what, head.APIVersion, wantVersion)
+		return head, false, fmt.Errorf("%s: %s: apiVersion %q, want %q", where, head.what(), head.APIVersion, wantVersion)
 	case head.Metadata.Name == "":
-		return object{}, false, fmt.Errorf("%s: %s: no metadata.name", where, head.Kind)
+		return head, false, fmt.Errorf("%s: %s: no metadata.name", where, head.Kind)
 	}
+	return head, true, nil
+}
 
-	var meta *metav1.ObjectMeta
-	var key objectKey
-	switch head.Kind {
-	case "Service":
-		svc := &v1.Service{}
-		if err := strictUnmarshal(data, svc); err != nil {
-			return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
-		}
-		if !wantService(svc) {
-			m.log.V(2).Info("Skipping a Service the proxy does not serve (headless, or another proxy's)", "at", where, "service", svc.Name)
-			return object{}, false, nil
-		}
-		defaultService(svc)
-		o.obj, meta, key.kind = svc, &svc.ObjectMeta, kindService
-	case "EndpointSlice":
-		slice := &discoveryv1.EndpointSlice{}
-		if err := strictUnmarshal(data, slice); err != nil {
-			return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
-		}
-		if slice.AddressType == "" {
-			return object{}, false, fmt.Errorf("%s: %s: no addressType", where, what)
-		}
-		if !wantSlice(slice) {
-			m.log.V(2).Info("Skipping an EndpointSlice of a headless Service", "at", where, "endpointSlice", slice.Name)
-			return object{}, false, nil
-		}
-		if slice.Labels[discoveryv1.LabelServiceName] == "" {
-			m.log.Info("EndpointSlice has no "+discoveryv1.LabelServiceName+" label: no Service will use it", "at", where, "endpointSlice", slice.Name)
-		}
-		defaultSlice(slice)
-		o.obj, meta, key.kind = slice, &slice.ObjectMeta, kindSlice
-	case "Node":
-		if head.Metadata.Name != m.nodeName {
-			m.log.V(4).Info("Skipping another node's Node", "at", where, "node", head.Metadata.Name)
-			return object{}, false, nil
-		}
-		node := &v1.Node{}
-		if err := strictUnmarshal(data, node); err != nil {
-			return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
-		}
-		o.obj, meta, key.kind = node, &node.ObjectMeta, kindNode
+// decodeService reads a Service, defaulted; nil for one the proxy skips
+// or an error.
+func (m manifest) decodeService(data []byte, where, what string) (*v1.Service, error) {
+	svc := &v1.Service{}
+	if err := strictUnmarshal(data, svc); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", where, what, err)
 	}
+	if !wantService(svc) {
+		m.log.V(2).Info("Skipping a Service the proxy does not serve (headless, or another proxy's)", "at", where, "service", svc.Name)
+		return nil, nil
+	}
+	defaultService(svc)
+	return svc, nil
+}
 
-	if key.kind == kindNode {
+// decodeSlice reads an EndpointSlice, defaulted; nil for one the proxy
+// skips or an error.
+func (m manifest) decodeSlice(data []byte, where, what string) (*discoveryv1.EndpointSlice, error) {
+	slice := &discoveryv1.EndpointSlice{}
+	if err := strictUnmarshal(data, slice); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", where, what, err)
+	}
+	if slice.AddressType == "" {
+		return nil, fmt.Errorf("%s: %s: no addressType", where, what)
+	}
+	if !wantSlice(slice) {
+		m.log.V(2).Info("Skipping an EndpointSlice of a headless Service", "at", where, "endpointSlice", slice.Name)
+		return nil, nil
+	}
+	if slice.Labels[discoveryv1.LabelServiceName] == "" {
+		m.log.Info("EndpointSlice has no "+discoveryv1.LabelServiceName+" label: no Service will use it", "at", where, "endpointSlice", slice.Name)
+	}
+	defaultSlice(slice)
+	return slice, nil
+}
+
+// decodeNode reads the Node called name if it is this node's; nil for
+// another node's or an error.
+func (m manifest) decodeNode(data []byte, where, what, name string) (*v1.Node, error) {
+	if name != m.nodeName {
+		m.log.V(4).Info("Skipping another node's Node", "at", where, "node", name)
+		return nil, nil
+	}
+	node := &v1.Node{}
+	if err := strictUnmarshal(data, node); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", where, what, err)
+	}
+	return node, nil
+}
+
+// identify completes o's key (a Node has no namespace; other objects
+// default to "default") and sets the UID and resourceVersion the proxy
+// tells objects and their versions apart by. A manifest's are derived
+// from what it says, so the same content always gets the same ones and an
+// edit is always a new version.
+func identify(o *object, meta *metav1.ObjectMeta) error {
+	if o.key.kind == kindNode {
 		meta.Namespace = ""
 	} else if meta.Namespace == "" {
 		meta.Namespace = metav1.NamespaceDefault
 	}
-	key.namespace, key.name = meta.Namespace, meta.Name
-	// The proxy tells objects and their versions apart by UID and
-	// resourceVersion: a manifest's are derived from what it says, so
-	// the same content always gets the same ones and an edit is always
-	// a new version.
+	o.key.namespace, o.key.name = meta.Namespace, meta.Name
 	if meta.UID == "" {
-		meta.UID = syntheticUID(key)
+		meta.UID = syntheticUID(o.key)
 	}
 	meta.ResourceVersion = ""
 	content, err := json.Marshal(o.obj)
 	if err != nil {
-		return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
+		return err
 	}
 	sum := sha256.Sum256(content)
 	meta.ResourceVersion = strconv.FormatUint(binary.BigEndian.Uint64(sum[:8])>>1, 10)
-	o.key, o.rv, o.where = key, meta.ResourceVersion, where
-	return o, true, nil
+	o.rv = meta.ResourceVersion
+	return nil
 }
 
 // strictUnmarshal rejects unknown and duplicate fields, as kubectl's
