@@ -62,18 +62,31 @@ func (d *diff) port(key proxy.ServicePortKey, old *portState, sp *proxy.ServiceP
 	}
 	d.updates[key] = sp
 
-	oldSets := map[string]setPlan{}
-	for _, s := range oldPlan.sets {
-		oldSets[s.name] = s
+	rewriteAll := d.diffSets(key.Family, oldPlan.sets, newPlan.sets)
+	d.diffChains(oldPlan.chains, newPlan.chains, rewriteAll)
+	for _, p := range oldPlan.picks {
+		d.pickUse[p.name]--
 	}
-	// A set whose timeout changed is deleted and added again, which it
-	// can only be while no rule references it: the port's chains are then
-	// rewritten even if their rules read the same.
-	rewriteAll := false
-	newSets := map[string]bool{}
-	for _, s := range newPlan.sets {
-		newSets[s.name] = true
-		o, ok := oldSets[s.name]
+	for _, p := range newPlan.picks {
+		d.pickUse[p.name]++
+		d.pickDefs[p.name] = p
+	}
+	d.b.reg.replace(owner, oldPlan.elems, newPlan.elems)
+}
+
+// diffSets diffs one port's affinity sets. A set whose timeout changed is
+// deleted and added again, which it can only be while no rule references
+// it: rewriteAll is then true, and the port's chains are rewritten even
+// if their rules read the same.
+func (d *diff) diffSets(f proxy.IPFamily, oldSets, newSets []setPlan) (rewriteAll bool) {
+	was := map[string]setPlan{}
+	for _, s := range oldSets {
+		was[s.name] = s
+	}
+	stays := map[string]bool{}
+	for _, s := range newSets {
+		stays[s.name] = true
+		o, ok := was[s.name]
 		if ok && o.timeout == s.timeout {
 			continue
 		}
@@ -81,23 +94,30 @@ func (d *diff) port(key proxy.ServicePortKey, old *portState, sp *proxy.ServiceP
 			rewriteAll = true
 			d.delSets = append(d.delSets, s.name)
 		}
-		d.addSets = append(d.addSets, affinitySetObject(s, key.Family))
+		d.addSets = append(d.addSets, affinitySetObject(s, f))
 	}
-	for _, s := range oldPlan.sets {
-		if !newSets[s.name] {
+	for _, s := range oldSets {
+		if !stays[s.name] {
 			d.delSets = append(d.delSets, s.name)
 		}
 	}
+	return rewriteAll
+}
 
-	oldChains := map[string][]rule{}
-	for _, c := range oldPlan.chains {
-		oldChains[c.name] = c.rules
+// diffChains diffs one port's chains: a chain whose rules changed (or
+// every chain, with rewriteAll) is flushed and rewritten; a new one is
+// created, or reused while it still waits for deletion as stale; one the
+// port no longer has is flushed, to be deleted later.
+func (d *diff) diffChains(oldChains, newChains []*chainPlan, rewriteAll bool) {
+	was := map[string][]rule{}
+	for _, c := range oldChains {
+		was[c.name] = c.rules
 	}
-	newChains := map[string]bool{}
-	for _, c := range newPlan.chains {
-		newChains[c.name] = true
-		was, existed := oldChains[c.name]
-		if existed && !rewriteAll && slices.Equal(was, c.rules) {
+	stays := map[string]bool{}
+	for _, c := range newChains {
+		stays[c.name] = true
+		rules, existed := was[c.name]
+		if existed && !rewriteAll && slices.Equal(rules, c.rules) {
 			continue
 		}
 		_, stale := d.b.stale[c.name]
@@ -112,21 +132,12 @@ func (d *diff) port(key proxy.ServicePortKey, old *portState, sp *proxy.ServiceP
 		}
 		d.rules = append(d.rules, c)
 	}
-	for _, c := range oldPlan.chains {
-		if !newChains[c.name] {
+	for _, c := range oldChains {
+		if !stays[c.name] {
 			d.flush = append(d.flush, c.name)
 			d.removed = append(d.removed, c.name)
 		}
 	}
-
-	for _, p := range oldPlan.picks {
-		d.pickUse[p.name]--
-	}
-	for _, p := range newPlan.picks {
-		d.pickUse[p.name]++
-		d.pickDefs[p.name] = p
-	}
-	d.b.reg.replace(owner, oldPlan.elems, newPlan.elems)
 }
 
 // write adds the diff to tx in an order where everything exists before it
