@@ -150,72 +150,90 @@ func desired(pod *cni.Pod) ([]entry, error) {
 	if len(pod.PortMappings) == 0 {
 		return nil, nil
 	}
-	var pod4, pod6 []netip.Addr
+	var t targets
 	for _, a := range pod.Addresses {
 		ip := a.IP.Addr().Unmap()
 		if ip.Is4() {
-			pod4 = append(pod4, ip)
+			t.v4 = append(t.v4, ip)
 		} else {
-			pod6 = append(pod6, ip)
+			t.v6 = append(t.v6, ip)
 		}
 	}
-	if len(pod4) > 1 || len(pod6) > 1 {
+	if len(t.v4) > 1 || len(t.v6) > 1 {
 		return nil, fmt.Errorf("pod has more than one address of a family (%v): hostPorts need one target per family", pod.Addresses)
 	}
 	o := ownerOf(pod)
 	var out []entry
 	for _, pm := range pod.PortMappings {
-		proto := strings.ToLower(pm.Protocol)
-		if proto == "" {
-			proto = "tcp"
-		}
-		if proto != "tcp" && proto != "udp" && proto != "sctp" {
-			return nil, fmt.Errorf("portMapping %+v: protocol %q is not tcp, udp or sctp", pm, pm.Protocol)
-		}
-		if pm.HostPort < 1 || pm.HostPort > 65535 {
-			return nil, fmt.Errorf("portMapping %+v: hostPort %d is out of range 1-65535", pm, pm.HostPort)
-		}
-		if pm.ContainerPort < 1 || pm.ContainerPort > 65535 {
-			return nil, fmt.Errorf("portMapping %+v: containerPort %d is out of range 1-65535", pm, pm.ContainerPort)
-		}
-		want4, want6 := true, true
-		var hostIP netip.Addr
-		if pm.HostIP != "" {
-			ip, err := netip.ParseAddr(pm.HostIP)
-			if err != nil {
-				return nil, fmt.Errorf("portMapping %+v: hostIP: %w", pm, err)
-			}
-			ip = ip.Unmap()
-			want4, want6 = ip.Is4(), ip.Is6()
-			if ip.Zone() != "" {
-				return nil, fmt.Errorf("portMapping %+v: hostIP %s has a zone", pm, ip)
-			}
-			if !ip.IsUnspecified() {
-				hostIP = ip
-			}
-			if (want4 && len(pod4) == 0) || (want6 && len(pod6) == 0) {
-				return nil, fmt.Errorf("portMapping %+v: hostIP %s is %s but the pod has no %s address", pm, ip, familyName(want6), familyName(want6))
-			}
-		}
-		n := len(out)
-		for _, ip := range pod4 {
-			if want4 {
-				out = append(out, entry{key: key{hostIP: hostIP, proto: proto, port: uint16(pm.HostPort)}, podIP: ip, podPort: uint16(pm.ContainerPort), owner: o})
-			}
-		}
-		for _, ip := range pod6 {
-			if want6 {
-				out = append(out, entry{key: key{v6: true, hostIP: hostIP, proto: proto, port: uint16(pm.HostPort)}, podIP: ip, podPort: uint16(pm.ContainerPort), owner: o})
-			}
-		}
-		if len(out) == n {
-			return nil, fmt.Errorf("portMapping %+v: the pod has no address to map to", pm)
+		var err error
+		if out, err = t.expand(out, pm, o); err != nil {
+			return nil, err
 		}
 	}
-	// Drop exact duplicates; refuse one host side mapped to two targets.
-	slices.SortFunc(out, compareEntries)
-	uniq := out[:0]
-	for _, e := range out {
+	return dedupe(out)
+}
+
+// targets are a pod's addresses by family, at most one of each.
+type targets struct{ v4, v6 []netip.Addr }
+
+// expand appends to out the entries of one port mapping, after checking
+// it.
+func (t targets) expand(out []entry, pm cni.PortMapping, o owner) ([]entry, error) {
+	proto := strings.ToLower(pm.Protocol)
+	if proto == "" {
+		proto = "tcp"
+	}
+	if proto != "tcp" && proto != "udp" && proto != "sctp" {
+		return nil, fmt.Errorf("portMapping %+v: protocol %q is not tcp, udp or sctp", pm, pm.Protocol)
+	}
+	if pm.HostPort < 1 || pm.HostPort > 65535 {
+		return nil, fmt.Errorf("portMapping %+v: hostPort %d is out of range 1-65535", pm, pm.HostPort)
+	}
+	if pm.ContainerPort < 1 || pm.ContainerPort > 65535 {
+		return nil, fmt.Errorf("portMapping %+v: containerPort %d is out of range 1-65535", pm, pm.ContainerPort)
+	}
+	want4, want6 := true, true
+	var hostIP netip.Addr
+	if pm.HostIP != "" {
+		ip, err := netip.ParseAddr(pm.HostIP)
+		if err != nil {
+			return nil, fmt.Errorf("portMapping %+v: hostIP: %w", pm, err)
+		}
+		ip = ip.Unmap()
+		want4, want6 = ip.Is4(), ip.Is6()
+		if ip.Zone() != "" {
+			return nil, fmt.Errorf("portMapping %+v: hostIP %s has a zone", pm, ip)
+		}
+		if !ip.IsUnspecified() {
+			hostIP = ip
+		}
+		if (want4 && len(t.v4) == 0) || (want6 && len(t.v6) == 0) {
+			return nil, fmt.Errorf("portMapping %+v: hostIP %s is %s but the pod has no %s address", pm, ip, familyName(want6), familyName(want6))
+		}
+	}
+	n := len(out)
+	for _, ip := range t.v4 {
+		if want4 {
+			out = append(out, entry{key: key{hostIP: hostIP, proto: proto, port: uint16(pm.HostPort)}, podIP: ip, podPort: uint16(pm.ContainerPort), owner: o})
+		}
+	}
+	for _, ip := range t.v6 {
+		if want6 {
+			out = append(out, entry{key: key{v6: true, hostIP: hostIP, proto: proto, port: uint16(pm.HostPort)}, podIP: ip, podPort: uint16(pm.ContainerPort), owner: o})
+		}
+	}
+	if len(out) == n {
+		return nil, fmt.Errorf("portMapping %+v: the pod has no address to map to", pm)
+	}
+	return out, nil
+}
+
+// dedupe sorts entries and drops exact duplicates; it refuses one host
+// side mapped to two targets.
+func dedupe(entries []entry) ([]entry, error) {
+	slices.SortFunc(entries, compareEntries)
+	uniq := entries[:0]
+	for _, e := range entries {
 		if len(uniq) > 0 && uniq[len(uniq)-1].key == e.key {
 			if prev := uniq[len(uniq)-1]; prev.podIP != e.podIP || prev.podPort != e.podPort {
 				return nil, fmt.Errorf("pod maps %s twice: to %s and to %s", e.key,
