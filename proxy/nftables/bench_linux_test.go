@@ -19,7 +19,7 @@ import (
 )
 
 // bigState is n ClusterIP services with e endpoints each, on other nodes
-// (kube-proxy's 10k × 10 scale test, and ours in DESIGN.md section 8).
+// (kube-proxy's 10k × 10 scale test, and the size BENCHMARKS.md reports).
 func bigState(n, e int) *proxy.State {
 	s := state()
 	for i := range n {
