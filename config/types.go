@@ -274,10 +274,13 @@ type WindowsConfiguration struct {
 	// build; the real HNS client ignores it. Default: empty (the
 	// simulator's own). Node-local.
 	HNSVersion string `json:"hnsVersion,omitempty"`
-	// MaxBackendsPerLoadBalancer is the most backends HNS accepts in one
-	// load balancer (64 on current Windows Server). A service with more
-	// ready endpoints is programmed with this many and reported. At least 1.
-	// Default: 64. Cluster-wide.
+	// MaxBackendsPerLoadBalancer is the most backends nodenet puts in one
+	// HNS load balancer. A service with more ready endpoints is programmed
+	// with this many and reported (an Event and a metric). HNS itself
+	// rejects more than 64 on Windows Server 2019 builds before 17763.2746
+	// and more than 1024 on later ones ("invalid number of destinations",
+	// kubernetes issue 98680); the default is the old builds' limit, so
+	// raise it on current hosts. At least 1. Default: 64. Cluster-wide.
 	MaxBackendsPerLoadBalancer int32 `json:"maxBackendsPerLoadBalancer,omitempty"`
 }
 
@@ -315,9 +318,9 @@ type ConntrackConfiguration struct {
 	// Default: 1h.
 	TCPCloseWaitTimeout *metav1.Duration `json:"tcpCloseWaitTimeout,omitempty"`
 	// UDPTimeout is how long an idle unreplied UDP entry lives.
-	// Default: unset.
+	// Default: unset (the kernel's value stays).
 	UDPTimeout *metav1.Duration `json:"udpTimeout,omitempty"`
 	// UDPStreamTimeout is how long an idle assured UDP entry lives.
-	// Default: unset.
+	// Default: unset (the kernel's value stays).
 	UDPStreamTimeout *metav1.Duration `json:"udpStreamTimeout,omitempty"`
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // DefaultMaxBackendsPerLoadBalancer is the per-load-balancer backend limit
-// Windows documents for services.
+// of Windows Server 2019 builds before 17763.2746 (1024 from that build on:
+// kubernetes issue 98680, "invalid number of destinations").
 const DefaultMaxBackendsPerLoadBalancer = 64
 
 // HostAdapter is a network adapter of the simulated host.
