@@ -66,51 +66,17 @@ type result struct {
 func measure(ctx context.Context, cfg config, c *cluster, spec proxySpec, kubeconfig, work string) (res result, err error) {
 	log := klog.FromContext(ctx).WithValues("proxy", spec.name)
 	res = result{Proxy: spec.name, Version: spec.version}
-	dir := filepath.Join(work, spec.name)
-	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
-		return res, err
-	}
-	realNFT, err := exec.LookPath("nft")
-	if err != nil {
-		return res, fmt.Errorf("nft: %w", err)
-	}
-	if err := goBuild(ctx, filepath.Join(dir, "bin", "nft"), "./bench/proxy/nftrss"); err != nil {
-		return res, err
-	}
-	nftLog := filepath.Join(dir, "nft.jsonl")
-	argv, err := spec.command(dir, kubeconfig)
+	run, err := startProxy(ctx, spec, kubeconfig, work, log)
 	if err != nil {
 		return res, err
 	}
-
-	n, err := newNode(ctx, spec.name)
-	if err != nil {
-		return res, err
-	}
-	defer n.delete(context.WithoutCancel(ctx))
-
-	log.Info("Starting proxy", "argv", argv)
-	p, err := startProcess(n.command(argv...), []string{
-		"PATH=" + filepath.Join(dir, "bin") + ":" + os.Getenv("PATH"),
-		"NODENET_BENCH_NFT=" + realNFT,
-		"NODENET_BENCH_NFT_LOG=" + nftLog,
-	}, filepath.Join(dir, spec.name+".log"))
-	if err != nil {
-		return res, err
-	}
-	defer p.stop()
-	w := &watcher{p: p, url: "http://" + nodeAddr + ":" + metricsPort + "/metrics", client: &http.Client{Timeout: 5 * time.Second}}
+	defer run.stop(context.WithoutCancel(ctx))
+	w := run.w
 
 	// 1. First sync.
-	m, err := w.until(ctx, cfg.syncTimeout, func(m metrics) bool { return !m.lastSync().IsZero() })
+	firstSync, err := measureFirstSync(ctx, cfg.syncTimeout, w, &res)
 	if err != nil {
-		return res, fmt.Errorf("wait for first sync: %w", err)
-	}
-	firstSync := m.lastSync()
-	res.FirstSyncSeconds = firstSync.Sub(p.started).Seconds()
-	res.FirstSyncRuleSeconds = m.get(mSyncSum)
-	if rss, err := p.peakRSS(); err == nil {
-		res.ProxyRSSAtFirstSyncMiB = float64(rss) / mib
+		return res, err
 	}
 	log.Info("First sync", "seconds", res.FirstSyncSeconds, "syncMetricSeconds", res.FirstSyncRuleSeconds)
 
@@ -118,7 +84,7 @@ func measure(ctx context.Context, cfg config, c *cluster, spec proxySpec, kubeco
 	var extra []int
 	defer func() {
 		// The next proxy must start from the same objects.
-		p.stop()
+		run.p.stop()
 		for _, i := range extra {
 			if derr := c.deleteService(context.WithoutCancel(ctx), i); derr != nil && err == nil {
 				err = derr
@@ -131,42 +97,17 @@ func measure(ctx context.Context, cfg config, c *cluster, spec proxySpec, kubeco
 			return res, fmt.Errorf("settle: %w", err)
 		}
 		i := cfg.services + r
-		created := time.Now()
 		extra = append(extra, i)
-		if err := c.createService(ctx, i, created); err != nil {
-			return res, err
-		}
-		prev := before
-		_, err = w.until(ctx, cfg.syncTimeout, func(m metrics) bool {
-			if m.get(mProgrammingCnt) > before.get(mProgrammingCnt) {
-				return true
-			}
-			prev = m
-			return false
-		})
-		if err != nil {
-			return res, fmt.Errorf("wait for the new service: %w", err)
-		}
-		// The latency is observed just before the sync's timestamp and
-		// duration are; a later scrape sees all three, and no other sync
-		// fits in between (the min sync period).
-		time.Sleep(100 * time.Millisecond)
-		after, err := w.scrape(ctx)
+		s, err := oneMoreService(ctx, cfg.syncTimeout, c, w, i, before)
 		if err != nil {
 			return res, err
 		}
-		took := after.lastSync().Sub(created).Seconds()
-		prog := (after.get(mProgrammingSum) - before.get(mProgrammingSum)) /
-			(after.get(mProgrammingCnt) - before.get(mProgrammingCnt))
-		// prev was scraped before the slice's sync ended: the difference
-		// is that one sync (perhaps after a sync for the Service alone).
-		sync := (after.get(mSyncSum) - prev.get(mSyncSum)) / (after.get(mSyncCount) - prev.get(mSyncCount))
-		res.OneMoreServiceRuns = append(res.OneMoreServiceRuns, took)
-		res.NetworkProgrammingRuns = append(res.NetworkProgrammingRuns, prog)
-		res.OneMoreServiceSyncRuns = append(res.OneMoreServiceSyncRuns, sync)
-		res.OneMoreServiceSyncs = append(res.OneMoreServiceSyncs, after.get(mSyncCount)-before.get(mSyncCount))
-		log.Info("One more service", "service", serviceName(i), "seconds", took,
-			"networkProgrammingSeconds", prog, "lastSyncSeconds", sync, "syncs", after.get(mSyncCount)-before.get(mSyncCount))
+		res.OneMoreServiceRuns = append(res.OneMoreServiceRuns, s.took)
+		res.NetworkProgrammingRuns = append(res.NetworkProgrammingRuns, s.programming)
+		res.OneMoreServiceSyncRuns = append(res.OneMoreServiceSyncRuns, s.sync)
+		res.OneMoreServiceSyncs = append(res.OneMoreServiceSyncs, s.syncs)
+		log.Info("One more service", "service", serviceName(i), "seconds", s.took,
+			"networkProgrammingSeconds", s.programming, "lastSyncSeconds", s.sync, "syncs", s.syncs)
 	}
 	res.OneMoreServiceSeconds = median(res.OneMoreServiceRuns)
 	res.OneMoreServiceSyncSeconds = median(res.OneMoreServiceSyncRuns)
@@ -177,26 +118,123 @@ func measure(ctx context.Context, cfg config, c *cluster, spec proxySpec, kubeco
 	res.SyncFailures = last.get(mNFTSyncFailures)
 
 	// 3. Is everything programmed?
-	clusterIPs, endpointIPs := c.wantIPs(cfg.services + cfg.reps)
-	res.Ruleset, err = checkRuleset(ctx, n, realNFT, clusterIPs, endpointIPs)
-	if err != nil {
+	if err := run.checkProgrammed(ctx, c, cfg.services+cfg.reps, &res, log); err != nil {
 		return res, err
-	}
-	log.Info("Ruleset", "check", res.Ruleset)
-	if !res.Ruleset.ok() {
-		return res, fmt.Errorf("ruleset incomplete: %d ClusterIPs and %d endpoint IPs missing (first: %s)",
-			res.Ruleset.MissingClusterIPs, res.Ruleset.MissingEndpointIPs, res.Ruleset.FirstMissing)
 	}
 
 	// 4. Memory.
-	rss, err := p.peakRSS()
+	return res, run.measureMemory(firstSync, &res)
+}
+
+// proxyRun is one proxy running in its own node namespace.
+type proxyRun struct {
+	n       *node
+	p       *process
+	w       *watcher
+	realNFT string // the nft the wrapper runs
+	nftLog  string // where the wrapper logs each nft run
+}
+
+// startProxy starts spec's proxy in a fresh node namespace, with an nft
+// wrapper first on its PATH that logs each run's time and peak RSS.
+func startProxy(ctx context.Context, spec proxySpec, kubeconfig, work string, log klog.Logger) (*proxyRun, error) {
+	dir := filepath.Join(work, spec.name)
+	realNFT, err := installNFTWrapper(ctx, dir)
 	if err != nil {
-		return res, err
+		return nil, err
+	}
+	nftLog := filepath.Join(dir, "nft.jsonl")
+	argv, err := spec.command(dir, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	n, err := newNode(ctx, spec.name)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("Starting proxy", "argv", argv)
+	p, err := startProcess(n.command(argv...), []string{
+		"PATH=" + filepath.Join(dir, "bin") + ":" + os.Getenv("PATH"),
+		"NODENET_BENCH_NFT=" + realNFT,
+		"NODENET_BENCH_NFT_LOG=" + nftLog,
+	}, filepath.Join(dir, spec.name+".log"))
+	if err != nil {
+		n.delete(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &proxyRun{
+		n: n, p: p, realNFT: realNFT, nftLog: nftLog,
+		w: &watcher{p: p, url: "http://" + nodeAddr + ":" + metricsPort + "/metrics", client: &http.Client{Timeout: 5 * time.Second}},
+	}, nil
+}
+
+// stop stops the proxy and deletes its namespace.
+func (run *proxyRun) stop(ctx context.Context) {
+	run.p.stop()
+	run.n.delete(ctx)
+}
+
+// installNFTWrapper builds the nft wrapper as dir/bin/nft and returns the
+// real nft it runs.
+func installNFTWrapper(ctx context.Context, dir string) (realNFT string, err error) {
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	realNFT, err = exec.LookPath("nft")
+	if err != nil {
+		return "", fmt.Errorf("nft: %w", err)
+	}
+	if err := goBuild(ctx, filepath.Join(dir, "bin", "nft"), "./bench/proxy/nftrss"); err != nil {
+		return "", err
+	}
+	return realNFT, nil
+}
+
+// measureFirstSync waits for the proxy's first successful sync, records it
+// in res and returns when it ended.
+func measureFirstSync(ctx context.Context, timeout time.Duration, w *watcher, res *result) (time.Time, error) {
+	m, err := w.until(ctx, timeout, func(m metrics) bool { return !m.lastSync().IsZero() })
+	if err != nil {
+		return time.Time{}, fmt.Errorf("wait for first sync: %w", err)
+	}
+	firstSync := m.lastSync()
+	res.FirstSyncSeconds = firstSync.Sub(w.p.started).Seconds()
+	res.FirstSyncRuleSeconds = m.get(mSyncSum)
+	if rss, err := w.p.peakRSS(); err == nil {
+		res.ProxyRSSAtFirstSyncMiB = float64(rss) / mib
+	}
+	return firstSync, nil
+}
+
+// checkProgrammed checks that the node's ruleset has the cluster IPs and
+// endpoints of all the services created, recording what it found in res.
+func (run *proxyRun) checkProgrammed(ctx context.Context, c *cluster, services int, res *result, log klog.Logger) error {
+	clusterIPs, endpointIPs := c.wantIPs(services)
+	var err error
+	res.Ruleset, err = checkRuleset(ctx, run.n, run.realNFT, clusterIPs, endpointIPs)
+	if err != nil {
+		return err
+	}
+	log.Info("Ruleset", "check", res.Ruleset)
+	if !res.Ruleset.ok() {
+		return fmt.Errorf("ruleset incomplete: %d ClusterIPs and %d endpoint IPs missing (first: %s)",
+			res.Ruleset.MissingClusterIPs, res.Ruleset.MissingEndpointIPs, res.Ruleset.FirstMissing)
+	}
+	return nil
+}
+
+// measureMemory records the proxy's peak RSS and, from the wrapper's log,
+// its nft runs: their number, failures and peak RSS, and the time of those
+// up to firstSync.
+func (run *proxyRun) measureMemory(firstSync time.Time, res *result) error {
+	rss, err := run.p.peakRSS()
+	if err != nil {
+		return err
 	}
 	res.ProxyPeakRSSMiB = float64(rss) / mib
-	calls, err := readNFTLog(nftLog)
+	calls, err := readNFTLog(run.nftLog)
 	if err != nil {
-		return res, err
+		return err
 	}
 	for _, call := range calls {
 		res.NFTCalls++
@@ -208,7 +246,53 @@ func measure(ctx context.Context, cfg config, c *cluster, spec proxySpec, kubeco
 			res.FirstSyncNFTSeconds += call.Seconds
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// serviceSample is one one-more-service measurement; see result.
+type serviceSample struct {
+	took        float64 // seconds from create to the end of the sync
+	programming float64 // the proxy's network programming latency
+	sync        float64 // the duration of the sync that programmed the slice
+	syncs       float64 // syncs from before to after
+}
+
+// oneMoreService creates service i (with its EndpointSlice) on a settled
+// proxy, whose last scrape is before, and measures until the sync that
+// programmed the slice.
+func oneMoreService(ctx context.Context, timeout time.Duration, c *cluster, w *watcher, i int, before metrics) (serviceSample, error) {
+	created := time.Now()
+	if err := c.createService(ctx, i, created); err != nil {
+		return serviceSample{}, err
+	}
+	prev := before
+	_, err := w.until(ctx, timeout, func(m metrics) bool {
+		if m.get(mProgrammingCnt) > before.get(mProgrammingCnt) {
+			return true
+		}
+		prev = m
+		return false
+	})
+	if err != nil {
+		return serviceSample{}, fmt.Errorf("wait for the new service: %w", err)
+	}
+	// The latency is observed just before the sync's timestamp and
+	// duration are; a later scrape sees all three, and no other sync fits
+	// in between (the min sync period).
+	time.Sleep(100 * time.Millisecond)
+	after, err := w.scrape(ctx)
+	if err != nil {
+		return serviceSample{}, err
+	}
+	return serviceSample{
+		took: after.lastSync().Sub(created).Seconds(),
+		programming: (after.get(mProgrammingSum) - before.get(mProgrammingSum)) /
+			(after.get(mProgrammingCnt) - before.get(mProgrammingCnt)),
+		// prev was scraped before the slice's sync ended: the difference
+		// is that one sync (perhaps after a sync for the Service alone).
+		sync:  (after.get(mSyncSum) - prev.get(mSyncSum)) / (after.get(mSyncCount) - prev.get(mSyncCount)),
+		syncs: after.get(mSyncCount) - before.get(mSyncCount),
+	}, nil
 }
 
 // watcher scrapes one proxy's metrics and notices when it dies.
