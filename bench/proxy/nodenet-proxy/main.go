@@ -82,29 +82,13 @@ func run(ctx context.Context, f flags, logger klog.Logger) error {
 	if f.kubeconfig == "" || f.clusterCIDRs == "" {
 		return errors.New("--kubeconfig and --cluster-cidr are required")
 	}
-	cfg := &config.AgentConfiguration{
-		ClusterCIDRs:  strings.Split(f.clusterCIDRs, ","),
-		ServiceCIDRs:  strings.Split(f.serviceCIDRs, ","),
-		NodeName:      f.node,
-		SyncPeriod:    metav1.Duration{Duration: f.sync},
-		MinSyncPeriod: &metav1.Duration{Duration: f.minSync},
-		Proxy:         config.ProxyConfiguration{MetricsBindAddress: f.metrics, HealthzBindAddress: f.healthz},
-	}
-	config.SetDefaults(cfg, config.DefaultingOptions{OS: config.OSLinux})
-	if errs, _ := config.Validate(cfg, config.ValidationOptions{OS: config.OSLinux}); len(errs) > 0 {
-		return fmt.Errorf("config: %w", errs.ToAggregate())
-	}
-
-	restConfig, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	cfg, err := agentConfig(f)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
-	// kube-proxy's client defaults.
-	restConfig.ContentType = "application/vnd.kubernetes.protobuf"
-	restConfig.QPS, restConfig.Burst = 5, 10
-	client, err := kubernetes.NewForConfig(restConfig)
+	client, err := newClient(f.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("client: %w", err)
+		return err
 	}
 	node, err := waitForNode(ctx, client, cfg.NodeName, f.nodeWait)
 	if err != nil {
@@ -112,36 +96,19 @@ func run(ctx context.Context, f flags, logger klog.Logger) error {
 	}
 	logger.Info("Node found", "node", node.Name, "ips", node.IPs, "podCIDRs", node.PodCIDRs)
 
-	families := proxier.Families(cfg)
 	reg := metrics.NewRegistry()
-	m := metrics.New(reg, families...)
-	nftOpts, err := proxier.NFTablesOptions(cfg, node)
+	m := metrics.New(reg, proxier.Families(cfg)...)
+	backend, err := newBackend(cfg, node, m, logger)
 	if err != nil {
 		return err
-	}
-	nftOpts.Conntrack = conntrack.New(conntrack.Options{Logger: logger})
-	nftOpts.Observe = func(op string, err error, d time.Duration) { m.ObserveOperation("nftables", op, err, d) }
-	nftOpts.Logger = logger
-	backend, err := nftables.New(nftOpts)
-	if err != nil {
-		return fmt.Errorf("nftables backend: %w", err)
 	}
 	health := healthcheck.NewProxyHealth(healthcheck.ProxyHealthOptions{
 		HealthTimeout: 2 * f.sync, Probes: m, Logger: logger,
 	})
-	nodePorts, err := proxier.NodePortPrefixes(cfg, node)
+	serviceHealth, err := newServiceHealth(cfg, node, health, logger)
 	if err != nil {
 		return err
 	}
-	var nodePortAddrs []netip.Addr
-	for _, p := range nodePorts {
-		if p.IsSingleIP() {
-			nodePortAddrs = append(nodePortAddrs, p.Addr())
-		}
-	}
-	serviceHealth := healthcheck.NewServiceHealth(healthcheck.ServiceHealthOptions{
-		Addresses: nodePortAddrs, ProxyHealth: health, Logger: logger,
-	})
 	brainOpts := proxier.BrainOptions(cfg, node)
 	brainOpts.Logger = logger
 	p, err := proxier.New(proxier.Options{
@@ -170,6 +137,74 @@ func run(ctx context.Context, f flags, logger klog.Logger) error {
 	err = <-errs
 	cancel()
 	return err
+}
+
+// agentConfig is the AgentConfiguration the flags describe, defaulted and
+// validated as the agent's is.
+func agentConfig(f flags) (*config.AgentConfiguration, error) {
+	cfg := &config.AgentConfiguration{
+		ClusterCIDRs:  strings.Split(f.clusterCIDRs, ","),
+		ServiceCIDRs:  strings.Split(f.serviceCIDRs, ","),
+		NodeName:      f.node,
+		SyncPeriod:    metav1.Duration{Duration: f.sync},
+		MinSyncPeriod: &metav1.Duration{Duration: f.minSync},
+		Proxy:         config.ProxyConfiguration{MetricsBindAddress: f.metrics, HealthzBindAddress: f.healthz},
+	}
+	config.SetDefaults(cfg, config.DefaultingOptions{OS: config.OSLinux})
+	if errs, _ := config.Validate(cfg, config.ValidationOptions{OS: config.OSLinux}); len(errs) > 0 {
+		return nil, fmt.Errorf("config: %w", errs.ToAggregate())
+	}
+	return cfg, nil
+}
+
+// newClient is an API client with kube-proxy's defaults.
+func newClient(kubeconfig string) (kubernetes.Interface, error) {
+	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	restConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	restConfig.QPS, restConfig.Burst = 5, 10
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return client, nil
+}
+
+// newBackend is the nftables backend as the agent builds it, with
+// conntrack flushing and its operations counted in m.
+func newBackend(cfg *config.AgentConfiguration, node proxier.Node, m *metrics.Metrics, logger klog.Logger) (*nftables.Backend, error) {
+	nftOpts, err := proxier.NFTablesOptions(cfg, node)
+	if err != nil {
+		return nil, err
+	}
+	nftOpts.Conntrack = conntrack.New(conntrack.Options{Logger: logger})
+	nftOpts.Observe = func(op string, err error, d time.Duration) { m.ObserveOperation("nftables", op, err, d) }
+	nftOpts.Logger = logger
+	backend, err := nftables.New(nftOpts)
+	if err != nil {
+		return nil, fmt.Errorf("nftables backend: %w", err)
+	}
+	return backend, nil
+}
+
+// newServiceHealth serves the health check node ports on the node-port
+// addresses that are single IPs.
+func newServiceHealth(cfg *config.AgentConfiguration, node proxier.Node, health *healthcheck.ProxyHealth, logger klog.Logger) (*healthcheck.ServiceHealth, error) {
+	nodePorts, err := proxier.NodePortPrefixes(cfg, node)
+	if err != nil {
+		return nil, err
+	}
+	var nodePortAddrs []netip.Addr
+	for _, p := range nodePorts {
+		if p.IsSingleIP() {
+			nodePortAddrs = append(nodePortAddrs, p.Addr())
+		}
+	}
+	return healthcheck.NewServiceHealth(healthcheck.ServiceHealthOptions{
+		Addresses: nodePortAddrs, ProxyHealth: health, Logger: logger,
+	}), nil
 }
 
 // serve runs one HTTP server until ctx is done; a disabled one (port 0)
