@@ -25,14 +25,15 @@ type AgentOptions struct {
 	Args []string
 }
 
-// Agent is one nodenet-agent process.
+// Agent is one nodenet-agent process. Its PID is the agent's own (`ip
+// netns exec` execs in place); Kill ends it as a crash would.
 type Agent struct {
+	*netnode.Process
 	Node *Node
 	// Run counts the node's agent runs, from 1.
 	Run int
 	// LogPath holds the process's stdout and stderr.
 	LogPath string
-	p       *Process
 }
 
 // StartAgent starts nodenet-agent inside the node's namespace, as the
@@ -80,40 +81,21 @@ func (n *Node) startAgent(opts AgentOptions) (*Agent, error) {
 	cmd := n.Command(context.Background(), filepath.Join(n.Cluster.BinDir, AgentBinary), args...)
 	cmd.Env = append(os.Environ(), config.NodeNameEnv+"="+n.Name)
 	cmd.Stdout, cmd.Stderr = log, log
-	p, err := StartProcess(cmd)
+	p, err := netnode.StartProcess(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("agent on %s: %w", n.Name, err)
 	}
-	a.p = p
+	a.Process = p
 	n.Agent = a
 	return a, nil
-}
-
-// PID is the agent's process ID (`ip netns exec` execs in place).
-func (a *Agent) PID() int { return a.p.cmd.Process.Pid }
-
-// Done is closed once the process exited.
-func (a *Agent) Done() <-chan struct{} { return a.p.done }
-
-// Err is how the process ended (exec's Wait error); valid after Done.
-func (a *Agent) Err() error { return a.p.err }
-
-// ExitCode is the exit status after Done, -1 when a signal ended it.
-func (a *Agent) ExitCode() int { return a.p.exitCode() }
-
-// Kill sends SIGKILL and waits: the agent gets no chance to clean up,
-// as in a crash or an OOM kill. It does nothing after the process ended.
-func (a *Agent) Kill() {
-	a.p.signal(syscall.SIGKILL)
-	<-a.p.done
 }
 
 // Stop sends SIGTERM, the graceful shutdown a DaemonSet update does, and
 // waits; SIGKILL follows after a grace period.
 func (a *Agent) Stop() {
-	a.p.signal(syscall.SIGTERM)
+	a.Signal(syscall.SIGTERM)
 	select {
-	case <-a.p.done:
+	case <-a.Done():
 	case <-time.After(stopGrace):
 		a.Kill()
 	}
@@ -123,7 +105,7 @@ func (a *Agent) Stop() {
 // whether it did.
 func (a *Agent) Wait(timeout time.Duration) bool {
 	select {
-	case <-a.p.done:
+	case <-a.Done():
 		return true
 	case <-time.After(timeout):
 		return false

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/nodenet/nodenet/test/apiserver"
-	harness "github.com/nodenet/nodenet/test/cluster"
 	"github.com/nodenet/nodenet/test/netnode"
 )
 
@@ -57,7 +56,7 @@ type flanneld struct {
 	node       *netnode.Node
 	subnetFile string
 	logPath    string
-	proc       *harness.Process
+	proc       *netnode.Process
 }
 
 // flannelNetConf is kube-flannel's net-conf.json for our cluster: the
@@ -94,7 +93,7 @@ func startFlanneld(t *testing.T, c *cluster, node *netnode.Node, bin string) *fl
 	cmd.Stdout, cmd.Stderr = log, log
 	// Killed with the test binary even if cleanups never run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	proc, err := harness.StartProcess(cmd)
+	proc, err := netnode.StartProcess(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}

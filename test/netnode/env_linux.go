@@ -31,6 +31,10 @@ type Options struct {
 	// nothing (link-local addresses, DAD) changes a node on its own, which
 	// tests that assert "no netlink writes" rely on.
 	EnableIPv6 bool
+	// NoForwarding leaves IPv4 forwarding off in the nodes, as a new
+	// namespace has it, for tests of the code that turns it on (the node
+	// network); nodes forward by default.
+	NoForwarding bool
 	// MTU of the underlay links (every eth0); default 1500.
 	MTU int
 }
@@ -167,6 +171,15 @@ func attach(name string) error {
 		return fmt.Errorf("attach %s to %s: %w", name, underlayBridge, err)
 	}
 	return netlink.LinkSetUp(l)
+}
+
+// Addr returns the underlay address with host number host (.1 is the
+// host's, nodes start at .11): for addresses a test needs on the
+// segment, such as one nobody holds.
+func (e *Env) Addr(host byte) netip.Addr {
+	a := e.Subnet.Addr().As4()
+	a[3] = host
+	return netip.AddrFrom4(a)
 }
 
 // Node returns the node called name, or nil.

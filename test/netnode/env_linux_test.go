@@ -142,6 +142,34 @@ func TestUnderlay(t *testing.T) {
 	})
 }
 
+// TestWatchStaticLinks: deleting a permanent neighbour notifies it as
+// FAILED, like the kernel's own failed resolutions; only a watch that
+// names the link as static records it.
+func TestWatchStaticLinks(t *testing.T) {
+	env := netnode.New(t, netnode.Options{Nodes: []string{"node-a"}})
+	a := env.Node("node-a")
+	ctx := t.Context()
+	for _, cmd := range [][]string{
+		{"link", "add", "st0", "type", "veth", "peer", "name", "st1"},
+		{"link", "set", "st0", "up"},
+		{"neigh", "add", "10.98.0.1", "lladdr", "02:00:00:00:00:98", "dev", "st0", "nud", "permanent"},
+	} {
+		if _, err := a.Run(ctx, "ip", cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, static := a.WatchNetlink(t), a.WatchNetlink(t, "st0", "no-such-link")
+	if _, err := a.Run(ctx, "ip", "neigh", "del", "10.98.0.1", "dev", "st0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := plain.Stop(); len(got) != 0 {
+		t.Errorf("the plain watch recorded %q, want nothing", got)
+	}
+	if got := strings.Join(static.Stop(), "\n"); !strings.Contains(got, "neigh del 10.98.0.1") {
+		t.Errorf("the static watch recorded %q, want the deletion of 10.98.0.1", got)
+	}
+}
+
 func TestEnvironmentsAreIsolatedAndCleanedUp(t *testing.T) {
 	var first *netnode.Env
 	var names []string
@@ -190,15 +218,7 @@ func TestPodsThroughNodenetCNI(t *testing.T) {
 	ctx := t.Context()
 	podCIDR := netip.MustParsePrefix("10.244.1.0/24")
 	gw := netip.MustParseAddr("10.244.1.1")
-	if _, err := node.Run(ctx, "ip", "link", "add", "nodenet", "type", "bridge"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := node.Run(ctx, "ip", "addr", "add", "10.244.1.1/24", "dev", "nodenet"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := node.Run(ctx, "ip", "link", "set", "nodenet", "up"); err != nil {
-		t.Fatal(err)
-	}
+	node.AddBridge(t, "nodenet", 0, netip.MustParsePrefix("10.244.1.1/24"))
 	podNet := node.StartNodenetCNI(t, netnode.NodenetCNIOptions{})
 	err := podNet.Server.SetNetwork(&cni.NodeNetwork{
 		Mode:         config.NetworkModeOverlay,

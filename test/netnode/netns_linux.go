@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/nodenet/nodenet/internal/nsexec"
@@ -26,6 +28,9 @@ type NS struct {
 	// Handle is an open handle, valid until cleanup (netlink's
 	// *SubscribeOptions and linuxnet take one).
 	Handle netns.NsHandle
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // newNS creates a named namespace with loopback up and removes it in
@@ -37,11 +42,8 @@ func newNS(t TB, name string) *NS {
 	}
 	ns := &NS{Name: name, Path: filepath.Join(netnsDir, name)}
 	t.Cleanup(func() {
-		if ns.Handle.IsOpen() {
-			_ = ns.Handle.Close()
-		}
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		if err := ns.Close(); err != nil {
+			t.Errorf("%v", err)
 		}
 	})
 	h, err := netns.GetFromPath(ns.Path)
@@ -53,6 +55,33 @@ func newNS(t TB, name string) *NS {
 		t.Fatalf("%s: lo up: %v: %s", name, err, out)
 	}
 	return ns
+}
+
+// Close removes the namespace now rather than in cleanup: a runtime may
+// tear a sandbox down before its DEL, and benchmarks make thousands.
+// Calling it again does nothing.
+func (ns *NS) Close() error {
+	ns.closeOnce.Do(func() {
+		if ns.Handle.IsOpen() {
+			_ = ns.Handle.Close()
+		}
+		if out, err := exec.Command("ip", "netns", "del", ns.Name).CombinedOutput(); err != nil {
+			ns.closeErr = fmt.Errorf("ip netns del %s: %w: %s", ns.Name, err, out)
+		}
+	})
+	return ns.closeErr
+}
+
+// Netlink returns a netlink handle working inside the namespace, closed
+// in t.Cleanup.
+func (ns *NS) Netlink(t TB) *netlink.Handle {
+	t.Helper()
+	h, err := netlink.NewHandleAt(ns.Handle)
+	if err != nil {
+		t.Fatalf("netnode: netlink handle in %s: %v", ns.Name, err)
+	}
+	t.Cleanup(h.Close)
+	return h
 }
 
 // Do runs fn on an OS thread inside the namespace, from a goroutine of its

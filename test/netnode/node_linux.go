@@ -19,7 +19,8 @@ type Node struct {
 	// Prefix is IP with the underlay's prefix length.
 	Prefix netip.Prefix
 
-	env *Env
+	env  *Env
+	pods int // hand-wired pods so far, naming their host ends
 }
 
 // AddNode creates one more node namespace; New calls it for Options.Nodes.
@@ -29,9 +30,7 @@ func (e *Env) AddNode(t TB, name string) *Node {
 		t.Fatalf("netnode: node %s exists", name)
 	}
 	host := firstNodeHost + len(e.Nodes)
-	ip := e.Subnet.Addr().As4()
-	ip[3] = byte(host)
-	n := &Node{Name: name, IP: netip.AddrFrom4(ip), env: e}
+	n := &Node{Name: name, IP: e.Addr(byte(host)), env: e}
 	n.Prefix = netip.PrefixFrom(n.IP, e.Subnet.Bits())
 	n.NS = newNS(t, e.name(name))
 	if err := n.setup(host); err != nil {
@@ -51,8 +50,10 @@ func (n *Node) setup(host int) error {
 			}
 		}
 	}
-	if err := n.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
-		return err
+	if !n.env.opts.NoForwarding {
+		if err := n.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+			return err
+		}
 	}
 	// flanneld refuses to start without br_netfilter's sysctl, and real
 	// nodes run with it on (kubeadm's preflight wants it).
@@ -84,4 +85,26 @@ func (n *Node) setup(host int) error {
 		}
 		return netlink.LinkSetUp(eth0)
 	})
+}
+
+// AddBridge creates bridge name in the node with addrs, up: the node
+// bridge the node network would make, for tests without it. mtu 0 keeps
+// the kernel's default.
+func (n *Node) AddBridge(t TB, name string, mtu int, addrs ...netip.Prefix) {
+	t.Helper()
+	err := n.Do(func() error {
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu}}
+		if err := netlink.LinkAdd(br); err != nil {
+			return fmt.Errorf("add bridge %s: %w", name, err)
+		}
+		for _, a := range addrs {
+			if err := netlink.AddrAdd(br, linkAddr(a)); err != nil {
+				return fmt.Errorf("address %s on %s: %w", a, name, err)
+			}
+		}
+		return netlink.LinkSetUp(br)
+	})
+	if err != nil {
+		t.Fatalf("netnode: node %s: %v", n.Name, err)
+	}
 }

@@ -22,6 +22,15 @@ func (ns *NS) Ping(ctx context.Context, dst netip.Addr) error {
 	return nil
 }
 
+// NoPing sends one ICMP echo request from ns to dst and wants no reply
+// within a second.
+func (ns *NS) NoPing(ctx context.Context, dst netip.Addr) error {
+	if ns.Ping(ctx, dst) == nil {
+		return fmt.Errorf("ping %s from %s answered; want no answer", dst, ns.Name)
+	}
+	return nil
+}
+
 // Eventually retries check until it succeeds or timeout passes, and
 // returns its last error: a convergence wait, not a timing assertion.
 func Eventually(ctx context.Context, timeout time.Duration, check func(context.Context) error) error {
@@ -67,7 +76,14 @@ func (ns *NS) Dial(ctx context.Context, dst netip.Addr, port int) (net.Conn, err
 // and sends one line each way. dst is the server's address as the client
 // sees it.
 func TCPExchange(ctx context.Context, client, server *NS, dst netip.Addr, port int) error {
-	l, err := server.Listen(port)
+	return TCPExchangeVia(ctx, client, server, dst, port, port)
+}
+
+// TCPExchangeVia is TCPExchange where the server listens on listenPort
+// and the client dials dialPort, which a NAT (a hostPort, a Service)
+// maps to it.
+func TCPExchangeVia(ctx context.Context, client, server *NS, dst netip.Addr, dialPort, listenPort int) error {
+	l, err := server.Listen(listenPort)
 	if err != nil {
 		return fmt.Errorf("listen in %s: %w", server.Name, err)
 	}
@@ -84,21 +100,21 @@ func TCPExchange(ctx context.Context, client, server *NS, dst netip.Addr, port i
 			_, _ = c.Write([]byte("pong\n"))
 		}
 	}()
-	c, err := client.Dial(ctx, dst, port)
+	c, err := client.Dial(ctx, dst, dialPort)
 	if err != nil {
-		return fmt.Errorf("%s -> %s:%d: %w", client.Name, dst, port, err)
+		return fmt.Errorf("%s -> %s:%d: %w", client.Name, dst, dialPort, err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(probeTimeout))
 	if _, err := c.Write([]byte("ping\n")); err != nil {
-		return fmt.Errorf("%s -> %s:%d: %w", client.Name, dst, port, err)
+		return fmt.Errorf("%s -> %s:%d: %w", client.Name, dst, dialPort, err)
 	}
 	buf := make([]byte, 5)
 	if _, err := io.ReadFull(c, buf); err != nil {
-		return fmt.Errorf("%s -> %s:%d: no reply: %w", client.Name, dst, port, err)
+		return fmt.Errorf("%s -> %s:%d: no reply: %w", client.Name, dst, dialPort, err)
 	}
 	if string(buf) != "pong\n" {
-		return fmt.Errorf("%s -> %s:%d: got %q, want pong", client.Name, dst, port, buf)
+		return fmt.Errorf("%s -> %s:%d: got %q, want pong", client.Name, dst, dialPort, buf)
 	}
 	return nil
 }

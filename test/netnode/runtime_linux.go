@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 )
 
 // Runtime is the CNI side of a container runtime on one node: one libcni
@@ -47,14 +45,7 @@ func (n *Node) NewRuntime(t TB, opts RuntimeOptions) *Runtime {
 	if err != nil {
 		t.Fatalf("netnode: conflist: %v", err)
 	}
-	// The executor is set up front: libcni fills a nil one in lazily,
-	// which races when ADDs run in parallel.
-	exec := &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: os.Stderr}, PluginDecoder: version.PluginDecoder{}}
-	return &Runtime{
-		node:   n,
-		client: libcni.NewCNIConfigWithCacheDir([]string{opts.BinDir}, t.TempDir(), exec),
-		list:   list,
-	}
+	return &Runtime{node: n, client: NewCNIClient(opts.BinDir, t.TempDir()), list: list}
 }
 
 // Pod is a pod sandbox: its own namespace, and its address once added.
@@ -66,8 +57,10 @@ type Pod struct {
 	Node *Node
 	// IP is the first address ADD returned.
 	IP netip.Addr
-
-	rt *libcni.RuntimeConf
+	// Conf is what the runtime passes for the pod (container ID
+	// "ctr-<name>", eth0, the Kubernetes args); edit it before ADD for
+	// capabilities such as portMappings.
+	Conf *libcni.RuntimeConf
 }
 
 // NewPod creates a pod's namespace on n without networking it; use
@@ -75,7 +68,7 @@ type Pod struct {
 func (n *Node) NewPod(t TB, name string) *Pod {
 	t.Helper()
 	p := &Pod{Name: name, Node: n, NS: newNS(t, n.env.name(n.Name, name))}
-	p.rt = &libcni.RuntimeConf{
+	p.Conf = &libcni.RuntimeConf{
 		ContainerID: "ctr-" + name,
 		NetNS:       p.Path,
 		IfName:      "eth0",
@@ -102,8 +95,8 @@ func (r *Runtime) AddPod(t TB, name string) *Pod {
 // Add runs ADD for p and records its address.
 func (r *Runtime) Add(ctx context.Context, p *Pod) error {
 	var res *current.Result
-	err := r.node.Do(func() error {
-		raw, err := r.client.AddNetworkList(ctx, r.list, p.rt)
+	err := r.do("ADD pod "+p.Name, func() error {
+		raw, err := r.client.AddNetworkList(ctx, r.list, p.Conf)
 		if err != nil {
 			return err
 		}
@@ -111,7 +104,7 @@ func (r *Runtime) Add(ctx context.Context, p *Pod) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("ADD pod %s on %s: %w", p.Name, r.node.Name, err)
+		return err
 	}
 	if len(res.IPs) == 0 {
 		return fmt.Errorf("ADD pod %s on %s returned no address", p.Name, r.node.Name)
@@ -123,9 +116,34 @@ func (r *Runtime) Add(ctx context.Context, p *Pod) error {
 
 // Del runs DEL for p.
 func (r *Runtime) Del(ctx context.Context, p *Pod) error {
-	err := r.node.Do(func() error { return r.client.DelNetworkList(ctx, r.list, p.rt) })
-	if err != nil {
-		return fmt.Errorf("DEL pod %s on %s: %w", p.Name, r.node.Name, err)
+	return r.do("DEL pod "+p.Name, func() error { return r.client.DelNetworkList(ctx, r.list, p.Conf) })
+}
+
+// Check runs CHECK for p.
+func (r *Runtime) Check(ctx context.Context, p *Pod) error {
+	return r.do("CHECK pod "+p.Name, func() error { return r.client.CheckNetworkList(ctx, r.list, p.Conf) })
+}
+
+// GC runs GC: every attachment but valid's may go.
+func (r *Runtime) GC(ctx context.Context, valid []types.GCAttachment) error {
+	return r.do("GC", func() error {
+		return r.client.GCNetworkList(ctx, r.list, &libcni.GCArgs{ValidAttachments: valid})
+	})
+}
+
+// Status runs STATUS.
+func (r *Runtime) Status(ctx context.Context) error {
+	return r.do("STATUS", func() error { return r.client.GetStatusNetworkList(ctx, r.list) })
+}
+
+// Conflist is the network configuration list the runtime holds.
+func (r *Runtime) Conflist() []byte { return r.list.Bytes }
+
+// do runs a CNI operation inside the node and names it in the error,
+// which wraps the plugin's (*types.Error keeps its code).
+func (r *Runtime) do(op string, fn func() error) error {
+	if err := r.node.Do(fn); err != nil {
+		return fmt.Errorf("%s on %s: %w", op, r.node.Name, err)
 	}
 	return nil
 }

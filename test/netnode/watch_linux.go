@@ -15,8 +15,9 @@ import (
 //
 // Neighbour entries the kernel keeps on its own (ARP resolution, bridge
 // learning: any state other than PERMANENT or NOARP) change without
-// anyone writing and are not recorded. Run nodes without IPv6 (the
-// default) or link-local addresses and DAD add changes of their own.
+// anyone writing and are not recorded, except on links named as static
+// (see WatchNetlink). Run nodes without IPv6 (the default) or link-local
+// addresses and DAD add changes of their own.
 //
 // Notifications reach the watch asynchronously, so Stop first writes a
 // sentinel (a veth pair with an address and a permanent neighbour, which
@@ -49,8 +50,16 @@ const (
 )
 
 // WatchNetlink starts recording ns's changes; it stops in t.Cleanup.
-func (ns *NS) WatchNetlink(t TB) *Watch {
+// static names links whose every neighbour entry is written, never
+// resolved (a vxlan device with static FDB and ARP entries): each of
+// their neighbour changes is recorded, in any state, since an entry that
+// is deleted shows up as FAILED. Links that do not exist are skipped.
+func (ns *NS) WatchNetlink(t TB, static ...string) *Watch {
 	t.Helper()
+	staticIdx, err := linkIndexes(ns, static)
+	if err != nil {
+		t.Fatalf("netnode: watch %s: %v", ns.Name, err)
+	}
 	w := &Watch{ns: ns, stop: make(chan struct{})}
 	for i := range w.synced {
 		w.synced[i] = make(chan struct{})
@@ -94,7 +103,7 @@ func (ns *NS) WatchNetlink(t TB) *Watch {
 		return desc, u.Dst != nil && u.Dst.IP.String() == sentinelAddr
 	})
 	drain(w, groupNeigh, neighs, func(u netlink.NeighUpdate) (string, bool) {
-		if u.State&(netlink.NUD_PERMANENT|netlink.NUD_NOARP) == 0 {
+		if u.State&(netlink.NUD_PERMANENT|netlink.NUD_NOARP) == 0 && !staticIdx[u.LinkIndex] {
 			return "", false // the kernel's own ARP or learning
 		}
 		desc := fmt.Sprintf("neigh %s %s lladdr %s dev #%d family %d state %#x",
@@ -103,6 +112,25 @@ func (ns *NS) WatchNetlink(t TB) *Watch {
 	})
 	t.Cleanup(func() { w.Stop() })
 	return w
+}
+
+// linkIndexes maps the indexes of the named links that exist in ns.
+func linkIndexes(ns *NS, names []string) (map[int]bool, error) {
+	out := map[int]bool{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	h, err := netlink.NewHandleAt(ns.Handle)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	for _, name := range names {
+		if l, err := h.LinkByName(name); err == nil {
+			out[l.Attrs().Index] = true
+		}
+	}
+	return out, nil
 }
 
 // drain records a group's updates until its sentinel arrives; describe
