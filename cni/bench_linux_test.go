@@ -1,8 +1,8 @@
 package cni_test
 
 // Address plan: both plugins serve pods from 10.244.1.0/24 in one node
-// netns: nodenet on bridge "nodenet" (10.244.1.1), the reference bridge
-// plugin on "refbr0" with its own host-local store.
+// (see node_linux_test.go): nodenet on bridge "nodenet" (10.244.1.1), the
+// reference bridge plugin on "refbr0" with its own host-local store.
 
 import (
 	"context"
@@ -13,52 +13,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/nodenet/nodenet/test/netnode"
 )
 
-// cniDriver runs ADD and DEL the way containerd does (libcni executing the
-// plugin binaries), from inside the node netns.
-type cniDriver struct {
-	node *testNode
-	list *libcni.NetworkConfigList
-}
-
-func (d *cniDriver) do(f func() error) error {
-	return d.node.netns.Do(func(ns.NetNS) error { return f() })
-}
-
-func (d *cniDriver) add(p *testPod) error {
-	return d.do(func() error {
-		_, err := d.node.client.AddNetworkList(context.Background(), d.list, p.rt)
-		return err
-	})
-}
-
-func (d *cniDriver) del(p *testPod) error {
-	return d.do(func() error { return d.node.client.DelNetworkList(context.Background(), d.list, p.rt) })
-}
-
-func benchDrivers(b *testing.B) []struct {
+// benchDrivers are both plugins' runtimes on one node; each runs ADD and
+// DEL the way containerd does (libcni executing the plugin binaries),
+// from inside the node.
+func benchDrivers(b *testing.B) (*testNode, []struct {
 	name string
-	d    *cniDriver
-} {
-	node := newTestNode(b, nodeOptions{})
-	node.startServer(node.linuxWiring(), true)
-	ref, err := libcni.ConfListFromBytes(fmt.Appendf(nil, `{
+	rt   *netnode.Runtime
+}) {
+	node := newTestNode(b, podCIDR)
+	node.startCNI(b, netnode.NodenetCNIOptions{Network: node.nw})
+	ref := node.NewRuntime(b, netnode.RuntimeOptions{BinDir: binaries(b), Conflist: fmt.Appendf(nil, `{
 		"cniVersion": "1.0.0", "name": "reference",
 		"plugins": [{"type": "bridge", "bridge": "refbr0", "isGateway": true, "hairpinMode": true, "mtu": 1450,
 			"ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.1.0/24"}]], "dataDir": %q}}]}`,
-		filepath.Join(node.dir, "host-local")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return []struct {
+		filepath.Join(b.TempDir(), "host-local"))})
+	return node, []struct {
 		name string
-		d    *cniDriver
+		rt   *netnode.Runtime
 	}{
-		{"nodenet", &cniDriver{node: node, list: node.list}},
-		{"bridge+host-local", &cniDriver{node: node, list: ref}},
+		{"nodenet", node.Runtime},
+		{"bridge+host-local", ref},
 	}
 }
 
@@ -67,23 +44,24 @@ func benchDrivers(b *testing.B) []struct {
 // sequential ADD and DEL p50/p99, and the wall time of 100 parallel ADDs
 // and then 100 parallel DELs.
 func BenchmarkCNI(b *testing.B) {
-	requireRoot(b)
-	for _, impl := range benchDrivers(b) {
+	node, impls := benchDrivers(b)
+	ctx := b.Context()
+	for _, impl := range impls {
 		b.Run(impl.name+"/sequential", func(b *testing.B) {
 			var adds, dels []time.Duration
 			for i := 0; b.Loop(); i++ {
-				p := impl.d.node.newPod(fmt.Sprintf("seq-%d", i))
+				p := node.NewPod(b, fmt.Sprintf("seq-%d", i))
 				start := time.Now()
-				if err := impl.d.add(p); err != nil {
+				if err := impl.rt.Add(ctx, p); err != nil {
 					b.Fatalf("ADD: %v", err)
 				}
 				adds = append(adds, time.Since(start))
 				start = time.Now()
-				if err := impl.d.del(p); err != nil {
+				if err := impl.rt.Del(ctx, p); err != nil {
 					b.Fatalf("DEL: %v", err)
 				}
 				dels = append(dels, time.Since(start))
-				p.close()
+				closePod(b, p)
 			}
 			reportPercentiles(b, "add", adds)
 			reportPercentiles(b, "del", dels)
@@ -92,14 +70,14 @@ func BenchmarkCNI(b *testing.B) {
 			const n = 100
 			var addWall, delWall time.Duration
 			for i := 0; b.Loop(); i++ {
-				pods := make([]*testPod, n)
+				pods := make([]*netnode.Pod, n)
 				for j := range pods {
-					pods[j] = impl.d.node.newPod(fmt.Sprintf("par-%d-%d", i, j))
+					pods[j] = node.NewPod(b, fmt.Sprintf("par-%d-%d", i, j))
 				}
-				addWall += parallel(b, pods, impl.d.add)
-				delWall += parallel(b, pods, impl.d.del)
+				addWall += parallel(b, pods, impl.rt.Add)
+				delWall += parallel(b, pods, impl.rt.Del)
 				for _, p := range pods {
-					p.close()
+					closePod(b, p)
 				}
 			}
 			b.ReportMetric(float64(addWall.Milliseconds())/float64(b.N), "add-100-wall-ms")
@@ -108,12 +86,19 @@ func BenchmarkCNI(b *testing.B) {
 	}
 }
 
-func parallel(b *testing.B, pods []*testPod, op func(*testPod) error) time.Duration {
+// closePod removes a pod's namespace now: the benchmarks make thousands.
+func closePod(b *testing.B, p *netnode.Pod) {
+	if err := p.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func parallel(b *testing.B, pods []*netnode.Pod, op func(context.Context, *netnode.Pod) error) time.Duration {
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, len(pods))
 	for i, p := range pods {
-		wg.Go(func() { errs[i] = op(p) })
+		wg.Go(func() { errs[i] = op(b.Context(), p) })
 	}
 	wg.Wait()
 	wall := time.Since(start)

@@ -7,20 +7,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/cni/pkg/invoke"
-	"github.com/containernetworking/cni/pkg/version"
+	"github.com/nodenet/nodenet/test/netnode"
 )
 
-// agentEnv, when set, makes the test binary the restart test's agent.
-const agentEnv = "NODENET_CNI_TEST_AGENT"
-
-// TestMain doubles as the "agent process" of the restart test: started
-// with agentEnv set, the test binary runs a CNI server until killed.
+// TestMain doubles as the CNI server process of the restart test
+// (netnode.NodenetCNIOptions.Process), which kills it.
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(agentEnv); spec != "" {
-		os.Exit(runTestAgent(spec))
-	}
+	netnode.RunChild()
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -65,11 +58,3 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
-
-// newCNIClient is libcni as a runtime holds it: one client for every
-// sandbox. Its executor is set up front, since libcni fills a nil one in
-// lazily, which races when ADDs run in parallel.
-func newCNIClient(binDir, cacheDir string) *libcni.CNIConfig {
-	executor := &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: os.Stderr}, PluginDecoder: version.PluginDecoder{}}
-	return libcni.NewCNIConfigWithCacheDir([]string{binDir}, cacheDir, executor)
-}

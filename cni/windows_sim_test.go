@@ -27,6 +27,7 @@ import (
 	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
+	"github.com/nodenet/nodenet/test/netnode"
 )
 
 func TestWindowsPodOnSimulatedHNS(t *testing.T) {
@@ -46,7 +47,7 @@ func TestWindowsPodOnSimulatedHNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := newCNIClient(binaries(t), filepath.Join(dir, "cache"))
+	client := netnode.NewCNIClient(binaries(t), filepath.Join(dir, "cache"))
 
 	// The runtime created the pod's HCN namespace before calling CNI.
 	podNS := &hns.Namespace{ID: node.podNS}
