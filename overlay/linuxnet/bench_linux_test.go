@@ -1,7 +1,7 @@
 package linuxnet_test
 
-// Address plan: one namespace with a veth uplink "ul0" at 10.77.0.1/16
-// (peer "ul0p", same namespace, for carrier). Remote node i is the fake
+// Address plan: one netnode node with a veth uplink "ul0" at 10.77.0.1/16
+// (peer "ul0p", same namespace, for carrier) beside its eth0. Remote node i is the fake
 // address 10.77.(i/250).(i%250+2) on that subnet with pod CIDR
 // 10.(128+i/256).(i%256).0/24 and VTEP MAC 02:00:00:00:hi:lo; this node's
 // pod CIDR is 10.64.0.0/24. Nothing answers on those addresses: the
@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/nodenet/nodenet/config"
+	"github.com/nodenet/nodenet/internal/netaddr"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/overlay/linuxnet"
 )
@@ -34,25 +35,32 @@ func fakeRemotes(n int) []overlay.RemoteNode {
 	return out
 }
 
-// benchNode is a namespace with only an uplink: the mesh under test.
-func benchNode(b *testing.B) (*testNS, overlay.LocalSpec) {
-	in := newTestNS(b)
-	if err := in.nl.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "ul0"}, PeerName: "ul0p"}); err != nil {
+// benchNode is a node whose uplink ul0 holds the node IP: the mesh under
+// test.
+func benchNode(b *testing.B) (*node, overlay.LocalSpec) {
+	n := newUnderlay(b).addNode(b, config.NetworkModeOverlay)
+	if err := n.nl.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "ul0"}, PeerName: "ul0p"}); err != nil {
 		b.Fatal(err)
 	}
-	in.setUp(b, "ul0")
-	in.setUp(b, "ul0p")
-	in.addAddr(b, "ul0", netip.MustParsePrefix("10.77.0.1/16"))
+	for _, name := range []string{"ul0", "ul0p"} {
+		if err := n.nl.LinkSetUp(n.link(b, name)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	uplink := netip.MustParsePrefix("10.77.0.1/16")
+	if err := n.nl.AddrAdd(n.link(b, "ul0"), &netlink.Addr{IPNet: netaddr.IPNet(uplink)}); err != nil {
+		b.Fatal(err)
+	}
 	podCIDR := netip.MustParsePrefix("10.64.0.0/24")
-	return in, overlay.LocalSpec{
-		Mode: config.NetworkModeOverlay, Name: "nodenet", NodeIP: netip.MustParseAddr("10.77.0.1"),
+	return n, overlay.LocalSpec{
+		Mode: config.NetworkModeOverlay, Name: "nodenet", NodeIP: uplink.Addr(),
 		PodCIDRs: []netip.Prefix{podCIDR}, Gateways: []netip.Addr{podCIDR.Addr().Next()},
 		VNI: testVNI, Port: testPort,
 	}
 }
 
-func benchNetwork(b *testing.B, in *testNS, spec overlay.LocalSpec) *linuxnet.Network {
-	nw, err := linuxnet.New(linuxnet.Options{NetNS: in.h})
+func benchNetwork(b *testing.B, n *node, spec overlay.LocalSpec) *linuxnet.Network {
+	nw, err := linuxnet.New(linuxnet.Options{NetNS: n.Handle})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 package linuxnet_test
 
-// Address plan: the harness's IPv4 plan plus, for dual-stack l2bridge,
-// fd00:30::(10+i)/64 on node i's eth0 (the IPv6 underlay),
+// Address plan: nodes_linux_test.go's IPv4 plan plus, for dual-stack
+// l2bridge, fd00:30::(10+i)/64 on node i's eth0 (the IPv6 underlay),
 // fd00:10:244:i::/64 as node i's IPv6 pod CIDR with gateway ::1 on the
 // bridge, and pods at fd00:10:244:i::(10+j).
 
@@ -21,11 +21,12 @@ import (
 // dualStack gives node n an IPv6 underlay address and pod CIDR.
 func (n *node) dualStack(tb testing.TB) netip.Addr {
 	tb.Helper()
-	n.ipv6 = netip.MustParseAddr("fd00:30::").Next()
-	for range 9 + n.idx {
-		n.ipv6 = n.ipv6.Next()
+	n.ipv6, _ = netaddr.AtOffset(netip.MustParsePrefix("fd00:30::/64"), 10+n.idx)
+	// Without duplicate address detection, so it is usable at once.
+	addr := &netlink.Addr{IPNet: netaddr.IPNet(netip.PrefixFrom(n.ipv6, 64)), Flags: unix.IFA_F_NODAD}
+	if err := n.nl.AddrAdd(n.link(tb, "eth0"), addr); err != nil {
+		tb.Fatalf("add %s to eth0: %v", n.ipv6, err)
 	}
-	n.addAddr6(tb, "eth0", netip.PrefixFrom(n.ipv6, 64))
 	cidr := netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 0, 0, 0x10, 0x02, 0x44, 0, byte(n.idx)}), 64)
 	n.spec.PodCIDRs = append(n.spec.PodCIDRs, cidr)
 	n.spec.Gateways = append(n.spec.Gateways, cidr.Addr().Next())
@@ -33,32 +34,8 @@ func (n *node) dualStack(tb testing.TB) netip.Addr {
 	return n.ipv6
 }
 
-// addAddr6 adds an IPv6 address without duplicate address detection, so
-// it is usable at once.
-func (t *testNS) addAddr6(tb testing.TB, name string, p netip.Prefix) {
-	tb.Helper()
-	if err := t.nl.AddrAdd(t.link(tb, name), &netlink.Addr{IPNet: netaddr.IPNet(p), Flags: unix.IFA_F_NODAD}); err != nil {
-		tb.Fatalf("add %s to %s: %v", p, name, err)
-	}
-}
-
-// addPod6 gives pod p (on node n) an IPv6 address and default route.
-func (n *node) addPod6(tb testing.TB, p *pod) netip.Addr {
-	tb.Helper()
-	cidr, gw := n.spec.PodCIDRs[1], n.spec.Gateways[1]
-	b := cidr.Addr().As16()
-	b[15] = p.ip.As4()[3]
-	ip := netip.AddrFrom16(b)
-	p.addAddr6(tb, "eth0", netip.PrefixFrom(ip, cidr.Bits()))
-	route := &netlink.Route{Dst: netaddr.IPNet(netip.MustParsePrefix("::/0")), Gw: gw.AsSlice(), LinkIndex: p.link(tb, "eth0").Attrs().Index}
-	if err := p.nl.RouteAdd(route); err != nil {
-		tb.Fatalf("pod IPv6 default route: %v", err)
-	}
-	return ip
-}
-
 func TestL2BridgeDualStackRoutesBothFamilies(t *testing.T) {
-	u := newUnderlay(t)
+	u := newDualStackUnderlay(t)
 	a, b := u.addNode(t, config.NetworkModeL2Bridge), u.addNode(t, config.NetworkModeL2Bridge)
 	a.dualStack(t)
 	b.dualStack(t)
@@ -75,7 +52,7 @@ func TestL2BridgeDualStackRoutesBothFamilies(t *testing.T) {
 		}
 	}
 	pa, pb := a.addPod(t), b.addPod(t)
-	pa6, pb6 := a.addPod6(t, pa), b.addPod6(t, pb)
+	pa6, pb6 := pa.ip6, pb.ip6
 
 	t.Run("the IPv6 pod CIDR is routed via the peer's IPv6 node IP", func(t *testing.T) {
 		routes, err := a.nl.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Dst: netaddr.IPNet(b.spec.PodCIDRs[1])}, netlink.RT_FILTER_DST)
@@ -87,9 +64,9 @@ func TestL2BridgeDualStackRoutesBothFamilies(t *testing.T) {
 		}
 	})
 	t.Run("pods on two nodes reach each other over IPv4 and IPv6", func(t *testing.T) {
-		ping(t, pa.testNS, pb.ip)
-		ping(t, pa.testNS, pb6)
-		ping(t, pb.testNS, pa6)
+		ping(t, pa, pb.IP)
+		ping(t, pa, pb6)
+		ping(t, pb, pa6)
 	})
 	t.Run("a peer without an IPv6 node IP keeps its IPv4 route and loses the IPv6 one", func(t *testing.T) {
 		r := remote(b)
@@ -101,7 +78,7 @@ func TestL2BridgeDualStackRoutesBothFamilies(t *testing.T) {
 		if res.Writes != 1 {
 			t.Errorf("%d writes, want 1 (the IPv6 route removed)", res.Writes)
 		}
-		noPing(t, pa.testNS, pb6)
-		ping(t, pa.testNS, pb.ip)
+		noPing(t, pa, pb6)
+		ping(t, pa, pb.IP)
 	})
 }

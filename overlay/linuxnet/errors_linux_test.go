@@ -1,12 +1,11 @@
 package linuxnet_test
 
-// Address plan: see harness_linux_test.go (node 1 at 172.30.0.11 on
-// "eth0", pod CIDR 10.244.1.0/24). 172.30.0.200 is held by no interface.
+// Address plan: see nodes_linux_test.go (node 1 at .11 on "eth0", pod
+// CIDR 10.244.1.0/24). The underlay's .200 is held by no interface.
 
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +18,7 @@ import (
 )
 
 // linkNames lists a namespace's links, to show nothing was created.
-func linkNames(t *testing.T, in *testNS) []string {
+func linkNames(t *testing.T, in *node) []string {
 	t.Helper()
 	links, err := in.nl.LinkList()
 	if err != nil {
@@ -41,17 +40,17 @@ func TestEnsureLocalRefusesWithoutWriting(t *testing.T) {
 		if err := n.nl.LinkAdd(pre); err != nil {
 			t.Fatal(err)
 		}
-		before := readDevice(t, n.testNS, vxlanName)
-		links := linkNames(t, n.testNS)
+		before := readDevice(t, n, vxlanName)
+		links := linkNames(t, n)
 		_, err := n.nw.EnsureLocal(context.Background(), n.spec)
 		var mm *overlay.MismatchError
 		if !errors.As(err, &mm) || mm.Field != "VNI" || mm.Have != "42" || mm.Want != "4096" {
 			t.Fatalf("EnsureLocal = %v, want a VNI MismatchError 42 vs 4096", err)
 		}
-		if diff := cmp.Diff(before, readDevice(t, n.testNS, vxlanName)); diff != "" {
+		if diff := cmp.Diff(before, readDevice(t, n, vxlanName)); diff != "" {
 			t.Errorf("device changed (-before +after):\n%s", diff)
 		}
-		if diff := cmp.Diff(links, linkNames(t, n.testNS)); diff != "" {
+		if diff := cmp.Diff(links, linkNames(t, n)); diff != "" {
 			t.Errorf("links changed (-before +after):\n%s", diff)
 		}
 	})
@@ -64,7 +63,7 @@ func TestEnsureLocalRefusesWithoutWriting(t *testing.T) {
 		}
 		n.spec.AllowRecreate = true
 		n.ensure(t)
-		if got := readDevice(t, n.testNS, vxlanName); got.VNI != testVNI || got.Uplink != "eth0" {
+		if got := readDevice(t, n, vxlanName); got.VNI != testVNI || got.Uplink != "eth0" {
 			t.Errorf("after recreate: VNI %d on %q, want %d on eth0", got.VNI, got.Uplink, testVNI)
 		}
 	})
@@ -74,13 +73,13 @@ func TestEnsureLocalRefusesWithoutWriting(t *testing.T) {
 		if err := n.nl.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: bridgeName}, PeerName: "other"}); err != nil {
 			t.Fatal(err)
 		}
-		links := linkNames(t, n.testNS)
+		links := linkNames(t, n)
 		_, err := n.nw.EnsureLocal(context.Background(), n.spec)
 		var mm *overlay.MismatchError
 		if !errors.As(err, &mm) || mm.Field != "type" {
 			t.Fatalf("EnsureLocal = %v, want a type MismatchError", err)
 		}
-		if diff := cmp.Diff(links, linkNames(t, n.testNS)); diff != "" {
+		if diff := cmp.Diff(links, linkNames(t, n)); diff != "" {
 			t.Errorf("links changed (-before +after):\n%s", diff)
 		}
 	})
@@ -104,22 +103,23 @@ func TestEnsureLocalRefusesWithoutWriting(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name   string
-		change func(*overlay.LocalSpec)
+		change func(*overlay.LocalSpec, *underlay)
 	}{
-		{"an uplink that does not exist is a SpecError", func(s *overlay.LocalSpec) { s.ExternalInterface = "nope0" }},
-		{"a node IP no interface holds is a SpecError", func(s *overlay.LocalSpec) { s.NodeIP = netip.MustParseAddr("172.30.0.200") }},
+		{"an uplink that does not exist is a SpecError", func(s *overlay.LocalSpec, _ *underlay) { s.ExternalInterface = "nope0" }},
+		{"a node IP no interface holds is a SpecError", func(s *overlay.LocalSpec, u *underlay) { s.NodeIP = u.Addr(200) }},
 	} {
 		t.Run(tc.name+" and nothing is written", func(t *testing.T) {
 			t.Parallel()
-			n := newUnderlay(t).addNode(t, config.NetworkModeOverlay)
-			tc.change(&n.spec)
-			links := linkNames(t, n.testNS)
+			u := newUnderlay(t)
+			n := u.addNode(t, config.NetworkModeOverlay)
+			tc.change(&n.spec, u)
+			links := linkNames(t, n)
 			l, err := n.nw.EnsureLocal(context.Background(), n.spec)
 			var se *overlay.SpecError
 			if !errors.As(err, &se) || se.Field != "network.externalInterface" {
 				t.Fatalf("EnsureLocal = %v, %v; want a SpecError for network.externalInterface", l, err)
 			}
-			if diff := cmp.Diff(links, linkNames(t, n.testNS)); diff != "" {
+			if diff := cmp.Diff(links, linkNames(t, n)); diff != "" {
 				t.Errorf("links changed (-before +after):\n%s", diff)
 			}
 		})

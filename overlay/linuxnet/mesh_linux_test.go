@@ -1,15 +1,14 @@
 package linuxnet_test
 
-// Address plan: see harness_linux_test.go (underlay 172.30.0.0/24, node i
-// at 172.30.0.(10+i) with pod CIDR 10.244.i.0/24, pods from .11).
+// Address plan: see nodes_linux_test.go (node i at .(10+i) on the
+// underlay with pod CIDR 10.244.i.0/24, pods from .11).
 
 import (
-	"bufio"
 	"fmt"
-	"net/netip"
 	"testing"
 
 	"github.com/nodenet/nodenet/config"
+	"github.com/nodenet/nodenet/test/netnode"
 )
 
 func TestMeshCarriesRealPackets(t *testing.T) {
@@ -25,44 +24,30 @@ func TestMeshCarriesRealPackets(t *testing.T) {
 			pa1, pa2, pb, pc := a.addPod(t), a.addPod(t), b.addPod(t), c.addPod(t)
 
 			t.Run("a pod reaches a pod on the same node", func(t *testing.T) {
-				ping(t, pa1.testNS, pa2.ip)
+				ping(t, pa1, pa2.IP)
 			})
 			t.Run("a pod reaches pods on the other nodes", func(t *testing.T) {
-				ping(t, pa1.testNS, pb.ip)
-				ping(t, pb.testNS, pc.ip)
-				ping(t, pc.testNS, pa2.ip)
+				ping(t, pa1, pb.IP)
+				ping(t, pb, pc.IP)
+				ping(t, pc, pa2.IP)
 			})
 			t.Run("a node reaches a remote pod", func(t *testing.T) {
-				ping(t, a.testNS, pb.ip)
-				ping(t, c.testNS, pa1.ip)
+				ping(t, a, pb.IP)
+				ping(t, c, pa1.IP)
 			})
 			t.Run("a pod reaches a remote node", func(t *testing.T) {
-				ping(t, pa1.testNS, b.ip)
-				ping(t, pc.testNS, a.ip)
+				ping(t, pa1, b.IP)
+				ping(t, pc, a.IP)
 			})
 			t.Run("a TCP connection crosses nodes", func(t *testing.T) {
-				addr := netip.AddrPortFrom(pb.ip, 8080)
-				l := listen(t, pb.testNS, addr)
-				go func() {
-					s, err := l.Accept()
-					if err != nil {
-						return
-					}
-					defer s.Close()
-					line, _ := bufio.NewReader(s).ReadString('\n')
-					fmt.Fprint(s, "echo "+line)
-				}()
-				conn := dial(t, pa1.testNS, addr)
-				fmt.Fprint(conn, "hello\n")
-				got, err := bufio.NewReader(conn).ReadString('\n')
-				if err != nil || got != "echo hello\n" {
-					t.Fatalf("read %q, %v; want %q", got, err, "echo hello\n")
+				if err := netnode.TCPExchange(t.Context(), pa1.NS, pb.NS, pb.IP, 8080); err != nil {
+					t.Fatal(err)
 				}
 			})
 			t.Run("a node that left is no longer reachable", func(t *testing.T) {
 				meshOf(t, a, b) // c leaves a's and b's view
-				noPing(t, pa1.testNS, pc.ip)
-				ping(t, pa1.testNS, pb.ip)
+				noPing(t, pa1, pc.IP)
+				ping(t, pa1, pb.IP)
 			})
 		})
 	}

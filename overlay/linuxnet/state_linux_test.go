@@ -1,16 +1,15 @@
 package linuxnet_test
 
-// Address plan: see harness_linux_test.go (underlay 172.30.0.0/24, node i
-// at 172.30.0.(10+i) with pod CIDR 10.244.i.0/24). 172.30.0.99 is node
-// 3's new address after its IP change; 192.0.2.7 is a node off the
-// underlay subnet.
+// Address plan: see nodes_linux_test.go (node i at .(10+i) on the
+// underlay with pod CIDR 10.244.i.0/24). The underlay's .99 is a node's
+// new address after its IP change; the host's .1 is the gateway of a
+// route someone else wrote; 192.0.2.7 is a node off the underlay subnet.
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"net/netip"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -45,7 +44,7 @@ type device struct {
 	Learning bool
 }
 
-func readDevice(t *testing.T, in *testNS, name string) device {
+func readDevice(t *testing.T, in *node, name string) device {
 	t.Helper()
 	l := in.link(t, name)
 	d := device{Type: l.Type(), MTU: l.Attrs().MTU, Up: l.Attrs().Flags&net.FlagUp != 0, MAC: l.Attrs().HardwareAddr.String()}
@@ -70,7 +69,7 @@ func readDevice(t *testing.T, in *testNS, name string) device {
 
 // meshEntries renders node n's FDB, neighbour and route entries that the
 // mesh owns, in `ip`-like lines, sorted.
-func meshEntries(t *testing.T, in *testNS) []string {
+func meshEntries(t *testing.T, in *node) []string {
 	t.Helper()
 	var out []string
 	if vx, err := in.nl.LinkByName(vxlanName); err == nil {
@@ -112,7 +111,7 @@ func TestOverlayState(t *testing.T) {
 	b.ensure(t)
 	c.ensure(t)
 	meshOf(t, a, b, c)
-	macA, macB, macC := linuxnet.VTEPMAC(a.ip, testVNI), linuxnet.VTEPMAC(b.ip, testVNI), linuxnet.VTEPMAC(c.ip, testVNI)
+	macA, macB, macC := linuxnet.VTEPMAC(a.IP, testVNI), linuxnet.VTEPMAC(b.IP, testVNI), linuxnet.VTEPMAC(c.IP, testVNI)
 
 	t.Run("EnsureLocal reports the network it built", func(t *testing.T) {
 		want := &overlay.LocalNetwork{
@@ -122,9 +121,9 @@ func TestOverlayState(t *testing.T) {
 			Gateways:    []netip.Addr{netip.MustParseAddr("10.244.1.1")},
 			MTU:         1450,
 			VtepMAC:     macA,
-			NodeIP:      a.ip,
+			NodeIP:      a.IP,
 			Uplink:      "eth0",
-			NodeSubnets: []netip.Prefix{netip.MustParsePrefix("172.30.0.0/24")},
+			NodeSubnets: []netip.Prefix{u.Subnet},
 			Writes:      local.Writes,
 		}
 		if diff := cmp.Diff(want, local, addrCmp); diff != "" {
@@ -136,13 +135,13 @@ func TestOverlayState(t *testing.T) {
 	})
 	t.Run("the vxlan device is flannel's shape and not a bridge port", func(t *testing.T) {
 		want := device{Type: "vxlan", MTU: 1450, Up: true, MAC: macA.String(), Addrs: []string{"10.244.1.0/32"},
-			VNI: testVNI, Port: testPort, Local: "172.30.0.11", Uplink: "eth0", Learning: false}
-		if diff := cmp.Diff(want, readDevice(t, a.testNS, vxlanName)); diff != "" {
+			VNI: testVNI, Port: testPort, Local: a.IP.String(), Uplink: "eth0", Learning: false}
+		if diff := cmp.Diff(want, readDevice(t, a, vxlanName)); diff != "" {
 			t.Errorf("vxlan device (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("the bridge holds the gateway with the pod MTU", func(t *testing.T) {
-		got := readDevice(t, a.testNS, bridgeName)
+		got := readDevice(t, a, bridgeName)
 		got.MAC = ""
 		want := device{Type: "bridge", MTU: 1450, Up: true, Addrs: []string{"10.244.1.1/24"}}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -150,34 +149,34 @@ func TestOverlayState(t *testing.T) {
 		}
 	})
 	t.Run("forwarding is on in the node namespace", func(t *testing.T) {
-		out, err := exec.Command("nsenter", "--net="+a.Path(), "cat", "/proc/sys/net/ipv4/ip_forward").Output()
-		if err != nil || strings.TrimSpace(string(out)) != "1" {
+		out, err := a.Run(t.Context(), "cat", "/proc/sys/net/ipv4/ip_forward")
+		if err != nil || strings.TrimSpace(out) != "1" {
 			t.Errorf("ip_forward = %q, %v; want 1", out, err)
 		}
 	})
 	t.Run("the bridge MAC does not change when a pod joins", func(t *testing.T) {
-		before := readDevice(t, a.testNS, bridgeName).MAC
+		before := readDevice(t, a, bridgeName).MAC
 		a.addPod(t)
-		if after := readDevice(t, a.testNS, bridgeName).MAC; after != before {
+		if after := readDevice(t, a, bridgeName).MAC; after != before {
 			t.Errorf("bridge MAC changed from %s to %s when a port joined", before, after)
 		}
 	})
 	t.Run("each remote node has an FDB entry, a neighbour and an onlink route", func(t *testing.T) {
 		want := []string{
-			fmt.Sprintf("fdb %s dst 172.30.0.12 self=true permanent=true", macB),
-			fmt.Sprintf("fdb %s dst 172.30.0.13 self=true permanent=true", macC),
+			fmt.Sprintf("fdb %s dst %s self=true permanent=true", macB, b.IP),
+			fmt.Sprintf("fdb %s dst %s self=true permanent=true", macC, c.IP),
 			fmt.Sprintf("neigh 10.244.2.0 lladdr %s permanent=true", macB),
 			fmt.Sprintf("neigh 10.244.3.0 lladdr %s permanent=true", macC),
 			"route 10.244.2.0/24 via 10.244.2.0 dev nodenet.4096 onlink=true proto 78",
 			"route 10.244.3.0/24 via 10.244.3.0 dev nodenet.4096 onlink=true proto 78",
 		}
-		if diff := cmp.Diff(sorted(want), meshEntries(t, a.testNS)); diff != "" {
+		if diff := cmp.Diff(sorted(want), meshEntries(t, a)); diff != "" {
 			t.Errorf("mesh entries (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("a node whose IP changed has its FDB entry moved", func(t *testing.T) {
 		moved := c.remote()
-		moved.NodeIP = netip.MustParseAddr("172.30.0.99")
+		moved.NodeIP = u.Addr(99)
 		res, err := a.nw.SyncRemotes(context.Background(), []overlay.RemoteNode{b.remote(), moved})
 		if err != nil {
 			t.Fatal(err)
@@ -186,14 +185,14 @@ func TestOverlayState(t *testing.T) {
 			t.Errorf("SyncResult (-want +got):\n%s", diff)
 		}
 		want := []string{
-			fmt.Sprintf("fdb %s dst 172.30.0.12 self=true permanent=true", macB),
-			fmt.Sprintf("fdb %s dst 172.30.0.99 self=true permanent=true", macC),
+			fmt.Sprintf("fdb %s dst %s self=true permanent=true", macB, b.IP),
+			fmt.Sprintf("fdb %s dst %s self=true permanent=true", macC, moved.NodeIP),
 			fmt.Sprintf("neigh 10.244.2.0 lladdr %s permanent=true", macB),
 			fmt.Sprintf("neigh 10.244.3.0 lladdr %s permanent=true", macC),
 			"route 10.244.2.0/24 via 10.244.2.0 dev nodenet.4096 onlink=true proto 78",
 			"route 10.244.3.0/24 via 10.244.3.0 dev nodenet.4096 onlink=true proto 78",
 		}
-		if diff := cmp.Diff(sorted(want), meshEntries(t, a.testNS)); diff != "" {
+		if diff := cmp.Diff(sorted(want), meshEntries(t, a)); diff != "" {
 			t.Errorf("mesh entries (-want +got):\n%s", diff)
 		}
 	})
@@ -206,11 +205,11 @@ func TestOverlayState(t *testing.T) {
 			t.Errorf("SyncResult (-want +got):\n%s", diff)
 		}
 		want := []string{
-			fmt.Sprintf("fdb %s dst 172.30.0.12 self=true permanent=true", macB),
+			fmt.Sprintf("fdb %s dst %s self=true permanent=true", macB, b.IP),
 			fmt.Sprintf("neigh 10.244.2.0 lladdr %s permanent=true", macB),
 			"route 10.244.2.0/24 via 10.244.2.0 dev nodenet.4096 onlink=true proto 78",
 		}
-		if diff := cmp.Diff(sorted(want), meshEntries(t, a.testNS)); diff != "" {
+		if diff := cmp.Diff(sorted(want), meshEntries(t, a)); diff != "" {
 			t.Errorf("mesh entries (-want +got):\n%s", diff)
 		}
 	})
@@ -224,7 +223,7 @@ func TestOverlayState(t *testing.T) {
 		}
 	})
 	t.Run("someone else's route survives a sync", func(t *testing.T) {
-		foreign := &netlink.Route{Dst: netaddr.IPNet(netip.MustParsePrefix("10.250.0.0/16")), Gw: net.ParseIP("172.30.0.1"), LinkIndex: a.link(t, "eth0").Attrs().Index}
+		foreign := &netlink.Route{Dst: netaddr.IPNet(netip.MustParsePrefix("10.250.0.0/16")), Gw: u.HostIP.AsSlice(), LinkIndex: a.link(t, "eth0").Attrs().Index}
 		if err := a.nl.RouteAdd(foreign); err != nil {
 			t.Fatal(err)
 		}
@@ -235,8 +234,8 @@ func TestOverlayState(t *testing.T) {
 		if res.Removed != 2 {
 			t.Errorf("removed %d nodes, want 2", res.Removed)
 		}
-		want := []string{"route 10.250.0.0/16 via 172.30.0.1 dev eth0 onlink=false proto 3"}
-		if diff := cmp.Diff(sorted(want), meshEntries(t, a.testNS)); diff != "" {
+		want := []string{fmt.Sprintf("route 10.250.0.0/16 via %s dev eth0 onlink=false proto 3", u.HostIP)}
+		if diff := cmp.Diff(sorted(want), meshEntries(t, a)); diff != "" {
 			t.Errorf("mesh entries after removing every node (-want +got):\n%s", diff)
 		}
 	})
@@ -288,14 +287,14 @@ func TestL2BridgeState(t *testing.T) {
 		if diff := cmp.Diff(overlay.SyncResult{Added: 1, Writes: 1}, res); diff != "" {
 			t.Errorf("SyncResult (-want +got):\n%s", diff)
 		}
-		want := []string{"route 10.244.2.0/24 via 172.30.0.12 dev eth0 onlink=false proto 78"}
-		if diff := cmp.Diff(sorted(want), meshEntries(t, a.testNS)); diff != "" {
+		want := []string{fmt.Sprintf("route 10.244.2.0/24 via %s dev eth0 onlink=false proto 78", b.IP)}
+		if diff := cmp.Diff(sorted(want), meshEntries(t, a)); diff != "" {
 			t.Errorf("mesh entries (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("a node whose IP changed has its route replaced in one write", func(t *testing.T) {
 		moved := b.remote()
-		moved.NodeIP = netip.MustParseAddr("172.30.0.99")
+		moved.NodeIP = u.Addr(99)
 		res, err := a.nw.SyncRemotes(context.Background(), []overlay.RemoteNode{moved})
 		if err != nil {
 			t.Fatal(err)
@@ -303,8 +302,8 @@ func TestL2BridgeState(t *testing.T) {
 		if diff := cmp.Diff(overlay.SyncResult{Updated: 1, Writes: 1}, res); diff != "" {
 			t.Errorf("SyncResult (-want +got):\n%s", diff)
 		}
-		want := []string{"route 10.244.2.0/24 via 172.30.0.99 dev eth0 onlink=false proto 78"}
-		if diff := cmp.Diff(sorted(want), meshEntries(t, a.testNS)); diff != "" {
+		want := []string{fmt.Sprintf("route 10.244.2.0/24 via %s dev eth0 onlink=false proto 78", moved.NodeIP)}
+		if diff := cmp.Diff(sorted(want), meshEntries(t, a)); diff != "" {
 			t.Errorf("mesh entries (-want +got):\n%s", diff)
 		}
 	})
