@@ -25,6 +25,6 @@
 //
 // Everything takes a netnode.TB and is removed in its Cleanup: a test
 // passes its *testing.T, a program uses RunProgram. Child processes get
-// SIGKILL if this process dies without cleaning up (Pdeathsig), and Clean
-// removes what such a process left behind.
+// SIGKILL if this process dies without cleaning up (netnode.StartProcess
+// sets Pdeathsig), and Clean removes what such a process left behind.
 package cluster
