@@ -150,7 +150,10 @@ func desired(pod *cni.Pod) ([]entry, error) {
 	if len(pod.PortMappings) == 0 {
 		return nil, nil
 	}
-	var t targets
+	// Stack room for the one address per family a pod may have: slices
+	// that append grows are heap-allocated once handed to expand.
+	var room4, room6 [1]netip.Addr
+	t := targets{v4: room4[:0], v6: room6[:0]}
 	for _, a := range pod.Addresses {
 		ip := a.IP.Addr().Unmap()
 		if ip.Is4() {
