@@ -348,7 +348,7 @@ func (a *Agent) keepPodEgress(ctx context.Context, dp *dataplane) {
 // runtime only sees a CNI config that works) and keeps it in place. An
 // equal file is left alone.
 func (a *Agent) keepConflist(ctx context.Context) error {
-	content, err := cni.RenderConflist(a.cfg)
+	content, err := cni.RenderConflist(cni.ConflistOptions{Network: a.cfg.Network.Name, SocketPath: a.cfg.CNI.SocketPath})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/internal/atomicfile"
 )
 
@@ -41,24 +40,33 @@ type conflistEntry struct {
 	Capabilities map[string]bool `json:"capabilities"`
 }
 
-// RenderConflist renders the conflist for cfg: one nodenet-cni entry that
-// points at the agent's socket and declares the portMappings (hostPort)
-// and dns capabilities. Everything else the pod needs comes from the agent,
-// so nothing here can drift from the proxy's view.
-func RenderConflist(cfg *config.AgentConfiguration) ([]byte, error) {
-	if cfg.Network.Name == "" {
-		return nil, errors.New("render conflist: network.name is empty")
+// ConflistOptions are the facts the conflist carries; the agent fills
+// them from its one config (network.name, cni.socketPath).
+type ConflistOptions struct {
+	// Network is the conflist's name: the node network's name.
+	Network string
+	// SocketPath is the agent's CNI socket, which nodenet-cni dials.
+	SocketPath string
+}
+
+// RenderConflist renders the conflist: one nodenet-cni entry that points
+// at the agent's socket and declares the portMappings (hostPort) and dns
+// capabilities. Everything else the pod needs comes from the agent, so
+// nothing here can drift from the proxy's view.
+func RenderConflist(opts ConflistOptions) ([]byte, error) {
+	if opts.Network == "" {
+		return nil, errors.New("render conflist: no network name")
 	}
-	if cfg.CNI.SocketPath == "" {
-		return nil, errors.New("render conflist: cni.socketPath is empty")
+	if opts.SocketPath == "" {
+		return nil, errors.New("render conflist: no socket path")
 	}
 	out, err := json.MarshalIndent(conflist{
 		CNIVersion:  conflistVersion,
 		CNIVersions: conflistVersions,
-		Name:        cfg.Network.Name,
+		Name:        opts.Network,
 		Plugins: []conflistEntry{{
 			Type:         PluginType,
-			SocketPath:   cfg.CNI.SocketPath,
+			SocketPath:   opts.SocketPath,
 			Capabilities: map[string]bool{"portMappings": true, "dns": true},
 		}},
 	}, "", "  ")

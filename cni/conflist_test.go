@@ -20,10 +20,15 @@ func testConfig(t *testing.T) *config.AgentConfiguration {
 	return cfg
 }
 
+// conflistOptions is what the agent passes for cfg.
+func conflistOptions(cfg *config.AgentConfiguration) ConflistOptions {
+	return ConflistOptions{Network: cfg.Network.Name, SocketPath: cfg.CNI.SocketPath}
+}
+
 func TestRenderConflist(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.CNI.SocketPath = "/run/nodenet-test/cni.sock"
-	data, err := RenderConflist(cfg)
+	data, err := RenderConflist(conflistOptions(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +61,7 @@ func TestRenderConflist(t *testing.T) {
 		}
 	})
 	t.Run("rendering is stable", func(t *testing.T) {
-		again, _ := RenderConflist(cfg)
+		again, _ := RenderConflist(conflistOptions(cfg))
 		if string(again) != string(data) {
 			t.Error("two renders of one config differ")
 		}
@@ -64,8 +69,15 @@ func TestRenderConflist(t *testing.T) {
 	t.Run("a config without a socket path is refused", func(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.CNI.SocketPath = ""
-		if _, err := RenderConflist(cfg); err == nil {
+		if _, err := RenderConflist(conflistOptions(cfg)); err == nil {
 			t.Error("rendered a conflist without a socket path")
+		}
+	})
+	t.Run("a config without a network name is refused", func(t *testing.T) {
+		cfg := testConfig(t)
+		cfg.Network.Name = ""
+		if _, err := RenderConflist(conflistOptions(cfg)); err == nil {
+			t.Error("rendered a conflist without a network name")
 		}
 	})
 }

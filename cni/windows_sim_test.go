@@ -39,7 +39,7 @@ func TestWindowsPodOnSimulatedHNS(t *testing.T) {
 	cfg := &config.AgentConfiguration{ClusterCIDRs: []string{"10.244.0.0/16"}, ServiceCIDRs: []string{"10.96.0.0/12"}}
 	config.SetDefaults(cfg, config.DefaultingOptions{OS: config.OSWindows, Hostname: func() (string, error) { return "win-a", nil }})
 	cfg.CNI.SocketPath = socket
-	data, err := cni.RenderConflist(cfg)
+	data, err := cni.RenderConflist(cni.ConflistOptions{Network: cfg.Network.Name, SocketPath: cfg.CNI.SocketPath})
 	if err != nil {
 		t.Fatal(err)
 	}

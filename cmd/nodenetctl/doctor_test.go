@@ -50,9 +50,7 @@ func newDoctorNode(t *testing.T) doctorNode {
 // writeConflist writes what the agent renders for a network and socket.
 func (n doctorNode) writeConflist(t *testing.T, network, sock string) {
 	t.Helper()
-	var cfg config.AgentConfiguration
-	cfg.Network.Name, cfg.CNI.SocketPath = network, sock
-	data, err := cni.RenderConflist(&cfg)
+	data, err := cni.RenderConflist(cni.ConflistOptions{Network: network, SocketPath: sock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,10 +140,7 @@ func (c *NodenetCNI) serveHere(spec serverSpec) (stop func(), err error) {
 // renderConflist is the agent's conflist for a network and socket.
 func renderConflist(t TB, network, socket string) []byte {
 	t.Helper()
-	cfg := &config.AgentConfiguration{}
-	cfg.Network.Name = network
-	cfg.CNI.SocketPath = socket
-	conflist, err := cni.RenderConflist(cfg)
+	conflist, err := cni.RenderConflist(cni.ConflistOptions{Network: network, SocketPath: socket})
 	if err != nil {
 		t.Fatalf("netnode: %v", err)
 	}
