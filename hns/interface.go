@@ -24,6 +24,7 @@ const (
 
 	OpCreateNamespace         Op = "CreateNamespace"
 	OpGetNamespace            Op = "GetNamespace"
+	OpListNamespaces          Op = "ListNamespaces"
 	OpDeleteNamespace         Op = "DeleteNamespace"
 	OpAddNamespaceEndpoint    Op = "AddNamespaceEndpoint"
 	OpRemoveNamespaceEndpoint Op = "RemoveNamespaceEndpoint"
@@ -80,6 +81,9 @@ type Interface interface {
 
 	CreateNamespace(ctx context.Context, ns *Namespace) (*Namespace, error)
 	GetNamespace(ctx context.Context, id string) (*Namespace, error)
+	// ListNamespaces lists every namespace of the host, the host's own
+	// default one (HostDefaultNamespace picks it) included.
+	ListNamespaces(ctx context.Context) ([]Namespace, error)
 	// DeleteNamespace detaches any endpoints still attached.
 	DeleteNamespace(ctx context.Context, id string) error
 	// AddNamespaceEndpoint attaches a local endpoint to a namespace; an

@@ -64,7 +64,14 @@ func (s *Simulator) validateEndpoint(n *Network, ep *Endpoint) error {
 		if !ep.IsRemote() && !networkContains(n, addr) {
 			return newError(op, KindInvalid, label, "%s is outside the subnets of network %s", addr, n.Name)
 		}
-		if other := s.endpointWithIP(n.ID, addr); other != nil {
+		// A local and a remote endpoint may hold the same address: HNS on
+		// Windows Server 2019 and 2022 accepts both (kubernetes PR 138000:
+		// CNI creates the local endpoint for a reused pod IP while the
+		// proxy's stale remote endpoint for it is still there; PR 131138 /
+		// issue 130963: kube-proxy must tell the two apart). No source says
+		// a later HNS refuses it, so every version accepts it here. Two of
+		// the same kind stay refused.
+		if other := s.endpointWithIPOfKind(n.ID, addr, ep.IsRemote()); other != nil {
 			return newError(op, KindAlreadyExists, label, "%s is in use by endpoint %s on network %s", addr, other.ID, n.Name)
 		}
 	}
@@ -142,10 +149,11 @@ func networkContains(n *Network, addr netip.Addr) bool {
 	return false
 }
 
-// endpointWithIP finds an endpoint of network networkID holding addr; s.mu held.
-func (s *Simulator) endpointWithIP(networkID string, addr netip.Addr) *Endpoint {
+// endpointWithIPOfKind finds a local (remote false) or remote endpoint of
+// network networkID holding addr; s.mu held.
+func (s *Simulator) endpointWithIPOfKind(networkID string, addr netip.Addr, remote bool) *Endpoint {
 	for _, ep := range s.endpoints {
-		if ep.HostComputeNetwork != networkID {
+		if ep.HostComputeNetwork != networkID || ep.IsRemote() != remote {
 			continue
 		}
 		for _, ipc := range ep.IpConfigurations {

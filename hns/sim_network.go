@@ -35,6 +35,7 @@ func (s *Simulator) CreateNetwork(ctx context.Context, n *Network) (*Network, er
 		c := cloneNetwork(n)
 		c.ID = s.newID(idNetwork)
 		s.assignDRMAC(c)
+		s.scheduleProviderAddress(c)
 		if c.SchemaVersion == (SchemaVersion{}) {
 			c.SchemaVersion = V2
 		}
@@ -102,6 +103,21 @@ func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
 	}
 	if pfx.Addr().Is6() && !s.features.IPv6DualStack {
 		return newError(op, KindNotSupported, n.Name, "IPv6 subnet %s needs HNS %s (host has %s)", pfx, minVersion("IPv6DualStack"), s.opts.Version)
+	}
+	// hcn refuses, before HNS sees it, a subnet with an address prefix
+	// whose routes lack a next hop or a default route (0.0.0.0/0 or ::/0):
+	// hnslib v0.1.3 hcn/hcnnetwork.go HostComputeNetwork.Create
+	// (microsoft/hcsshim PRs 473 and 520). A subnet with no routes at all
+	// has no default route either.
+	hasDefault := false
+	for _, r := range sn.Routes {
+		if r.NextHop == "" {
+			return newError(op, KindInvalid, n.Name, "network create error, subnet %s has address prefix but no gateway specified", sn.IpAddressPrefix)
+		}
+		hasDefault = hasDefault || r.DestinationPrefix == "0.0.0.0/0" || r.DestinationPrefix == "::/0"
+	}
+	if sn.IpAddressPrefix != "" && !hasDefault {
+		return newError(op, KindInvalid, n.Name, "network create error, no default gateway for subnet %s", sn.IpAddressPrefix)
 	}
 	for _, r := range sn.Routes {
 		if _, err := netip.ParseAddr(r.NextHop); r.NextHop != "" && err != nil {
@@ -289,6 +305,7 @@ func (s *Simulator) DeleteNetwork(ctx context.Context, id string) error {
 			return newError(OpDeleteNetwork, KindInUse, id, "network still has %d endpoints", n)
 		}
 		delete(s.networks, id)
+		delete(s.pendingPA, id)
 		return nil
 	})
 }

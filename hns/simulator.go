@@ -40,6 +40,11 @@ type SimulatorOptions struct {
 	Now func() time.Time
 	// Seed seeds the random source of rate-based faults.
 	Seed int64
+	// NetworkReadyDelay is how long after CreateNetwork an Overlay network
+	// gets its provider address (its ProviderAddress policy: the
+	// management IP, the first IPv4 address of its adapter). Zero: at
+	// once. See sim_ready.go.
+	NetworkReadyDelay time.Duration
 }
 
 // Simulator is an in-memory HNS. It implements Interface, enforces the rules
@@ -64,6 +69,8 @@ type Simulator struct {
 	latency    map[Op]time.Duration
 	restart    *restartState
 	rng        *rand.Rand
+	// pendingPA are the provider addresses networks get later, by ID.
+	pendingPA map[string]pendingPA
 }
 
 var _ Interface = (*Simulator)(nil)
@@ -82,16 +89,18 @@ func NewSimulator(opts SimulatorOptions) *Simulator {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	def := newDefaultNamespace()
 	return &Simulator{
 		opts:       opts,
 		features:   FeaturesFor(opts.Version),
 		networks:   map[string]*Network{},
 		endpoints:  map[string]*Endpoint{},
-		namespaces: map[string]*Namespace{},
+		namespaces: map[string]*Namespace{def.ID: def},
 		lbs:        map[string]*LoadBalancer{},
 		calls:      map[Op]int{},
 		latency:    map[Op]time.Duration{},
 		rng:        rand.New(rand.NewSource(opts.Seed)),
+		pendingPA:  map[string]pendingPA{},
 	}
 }
 
@@ -135,6 +144,7 @@ func (s *Simulator) call(ctx context.Context, op Op, object string, apply func()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.settleNetworks()
 	if err := s.checkRestart(op, object); err != nil {
 		return err
 	}

@@ -126,13 +126,31 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 			},
 			want: KindAlreadyExists, wantMsg: "10.244.1.5 is in use by endpoint " + "000000ED",
 		},
+		// Local and remote endpoints may share an address (kubernetes PR
+		// 138000); this case used to expect a refusal, which real HNS does
+		// not make.
 		{
-			name: "a remote endpoint may not reuse a local pod's address",
+			name: "a remote endpoint may hold a local pod's address",
 			do: func(t *testing.T, h *overlayHost) error {
 				_, err := h.sim.CreateEndpoint(ctx, remoteEndpoint(h.net.ID, "10.244.1.6", remoteNodeIP))
 				return err
 			},
-			want: KindAlreadyExists, wantMsg: "10.244.1.6 is in use",
+		},
+		{
+			name: "a local endpoint may take a remote endpoint's address",
+			do: func(t *testing.T, h *overlayHost) error {
+				mustEndpoint(t, h.sim, remoteEndpoint(h.net.ID, "10.244.1.9", remoteNodeIP))
+				_, err := h.sim.CreateEndpoint(ctx, localEndpoint(h.net.ID, "10.244.1.9"))
+				return err
+			},
+		},
+		{
+			name: "a second remote endpoint with the same address is refused",
+			do: func(t *testing.T, h *overlayHost) error {
+				_, err := h.sim.CreateEndpoint(ctx, remoteEndpoint(h.net.ID, "10.244.2.7", remoteNodeIP))
+				return err
+			},
+			want: KindAlreadyExists, wantMsg: "10.244.2.7 is in use",
 		},
 		{
 			name: "an endpoint on a network that does not exist is refused",
@@ -703,6 +721,7 @@ Endpoints:
   000000ED-0000-4000-8000-000000000004  nodenet  10.244.2.7  00-15-5D-00-00-03  remote
     policy ProviderAddress 10.0.0.5
 Namespaces:
+  0000005E-0000-4000-8000-000000000000  HostDefault  endpoints: none
   0000005E-0000-4000-8000-000000000006  Host  endpoints: 000000ED-0000-4000-8000-000000000003
 LoadBalancers:
   0000001B-0000-4000-8000-000000000005  10.96.0.10:80/TCP -> 8080  distribution=SourceIP  portFlags=none  flags=DSR  sourceVIP=10.244.1.2

@@ -158,8 +158,11 @@ const (
 // Namespace is an HNS HostComputeNamespace (a pod's network compartment).
 // EndpointIDs lists the endpoints attached to it.
 type Namespace struct {
-	ID          string
-	Type        NamespaceType
+	ID   string
+	Type NamespaceType
+	// Compartment is the network compartment (hcn's NamespaceId); the
+	// host's default compartment is 1.
+	Compartment uint32
 	EndpointIDs []string
 }
 
