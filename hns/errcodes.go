@@ -41,6 +41,36 @@ var errorCodeKinds = []struct {
 	{0x803B002C, KindInUse, "HCN_E_ENTITY_HAS_REFERENCES"},
 }
 
+// Codes the simulator returns, named so a rule and its test say which
+// real error they mean.
+const (
+	// CodeInvalidParameter is E_INVALIDARG (0x80070057) as hcn reports
+	// it: HNS's answer to a load balancer with more backends than the
+	// host allows ("invalid number of destinations", kubernetes issue
+	// 98680).
+	CodeInvalidParameter uint32 = 0x00000057
+	// CodeAlreadyExists is ERROR_ALREADY_EXISTS: creating a load balancer
+	// that HNS restored from its backup after a restart (kubernetes issue
+	// 139519, "Cannot create a file when that file already exists.
+	// (0xb7)").
+	CodeAlreadyExists uint32 = 0x000000B7
+	// CodePortAlreadyExists is HCN_E_PORT_ALREADY_EXISTS: a frontend
+	// another load balancer holds (kubernetes PR 137530).
+	CodePortAlreadyExists uint32 = 0x803B0013
+	// CodeServerUnavailable is RPC_S_SERVER_UNAVAILABLE, what a call to a
+	// stopped HNS service fails with. Issue 139519 says only that every
+	// call fails while HNS restarts, not with which code: this is the
+	// Win32 error for an RPC server that is not running, classified
+	// transient like every code of that family.
+	CodeServerUnavailable uint32 = 0x000006BA
+)
+
+// codeName returns the winerror.h name of code, or "".
+func codeName(code uint32) string {
+	_, name := kindForCode(code)
+	return name
+}
+
 // kindForCode maps a Windows error code to its kind.
 func kindForCode(code uint32) (ErrorKind, string) {
 	for _, c := range errorCodeKinds {

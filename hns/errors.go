@@ -60,6 +60,9 @@ type Error struct {
 	Object string
 	// Msg says what HNS objected to.
 	Msg string
+	// Code is the Windows error code HNS returned (a Win32 error, or an
+	// HCN HRESULT; see errcodes.go), 0 when none is known.
+	Code uint32
 	// Err is the underlying error (the hcn error on Windows), if any.
 	Err error
 }
@@ -73,6 +76,9 @@ func (e *Error) Error() string {
 	if e.Msg != "" {
 		s += ": " + e.Msg
 	}
+	if e.Code != 0 {
+		s += fmt.Sprintf(" (0x%x %s)", e.Code, codeName(e.Code))
+	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
 	}
@@ -84,6 +90,24 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func newError(op Op, kind ErrorKind, object, format string, args ...any) *Error {
 	return &Error{Op: op, Kind: kind, Object: object, Msg: fmt.Sprintf(format, args...)}
+}
+
+// codedError is an error HNS reports with a Windows error code: the kind
+// follows from the code (errcodes.go), so the simulator cannot give a
+// code one meaning and the real client another.
+func codedError(op Op, code uint32, object, format string, args ...any) *Error {
+	kind, _ := kindForCode(code)
+	return &Error{Op: op, Kind: kind, Object: object, Msg: fmt.Sprintf(format, args...), Code: code}
+}
+
+// CodeOf returns the Windows error code of an HNS error anywhere in err's
+// chain, or 0.
+func CodeOf(err error) uint32 {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
 }
 
 // KindOf returns the kind of an HNS error anywhere in err's chain, or

@@ -132,11 +132,21 @@ type restartState struct {
 	until time.Time
 }
 
-// SimulateRestart starts an HNS service restart: until Duration has passed
-// on the simulator's clock every call fails transiently; when it is over,
-// networks flagged EnableNonPersistent are gone with their endpoints (and
-// the load balancers and namespace attachments that used them), as on a
-// real host. Persistent state survives.
+// SimulateRestart starts an HNS service restart. Until Duration has
+// passed on the simulator's clock every call fails transiently with
+// RPC_S_SERVER_UNAVAILABLE, Version, Features, Get and List included
+// (kubernetes issue 139519: "GetHNSNetwork failed because HNS was down",
+// "GetLoadBalancer calls also failed"). When it is over:
+//   - networks flagged EnableNonPersistent are gone with their endpoints
+//     (that is what the flag means; endpoints vanishing on an HNS restart
+//     are reported in projectcalico/calico issue 5164), and so are the
+//     load balancers and namespace attachments that used them;
+//   - persistent networks and their endpoints are kept;
+//   - HNS restores every load balancer whose endpoints survived from its
+//     backup ("rehydration", issue 139519), under the same ID; creating
+//     one of their frontends again fails with ERROR_ALREADY_EXISTS (0xb7,
+//     frontendTaken) until the restored load balancer is deleted or
+//     updated.
 func (s *Simulator) SimulateRestart(o RestartOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -150,10 +160,11 @@ func (s *Simulator) checkRestart(op Op, object string) error {
 		return nil
 	}
 	if s.opts.Now().Before(s.restart.until) {
-		return &Error{Op: op, Kind: KindTransient, Object: object, Msg: "the HNS service is restarting"}
+		return &Error{Op: op, Kind: KindTransient, Object: object, Msg: "the HNS service is restarting", Code: CodeServerUnavailable}
 	}
 	s.restart = nil
 	s.dropNonPersistent()
+	s.restoreLoadBalancers()
 	return nil
 }
 
@@ -169,5 +180,13 @@ func (s *Simulator) dropNonPersistent() {
 			}
 		}
 		delete(s.networks, id)
+	}
+}
+
+// restoreLoadBalancers marks the load balancers left after
+// dropNonPersistent as restored from HNS's backup. s.mu held.
+func (s *Simulator) restoreLoadBalancers() {
+	for id := range s.lbs {
+		s.restoredLBs[id] = true
 	}
 }

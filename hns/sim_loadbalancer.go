@@ -26,21 +26,31 @@ func (s *Simulator) CreateLoadBalancer(ctx context.Context, lb *LoadBalancer) (*
 	return out, nil
 }
 
-// UpdateLoadBalancer implements Interface.
+// UpdateLoadBalancer implements Interface, as each HNS version answers it
+// (modifyRule).
 func (s *Simulator) UpdateLoadBalancer(ctx context.Context, id string, lb *LoadBalancer) (*LoadBalancer, error) {
 	op := OpUpdateLoadBalancer
 	var out *LoadBalancer
 	err := s.call(ctx, op, id, func() error {
-		if !s.features.ModifyLoadbalancer {
-			return newError(op, KindNotSupported, id, "in-place load balancer update needs HNS %s (host has %s)", minVersion("ModifyLoadbalancer"), s.opts.Version)
+		rule := s.modifyRule()
+		if rule == modifyAbsent {
+			// hnslib's ModifyLoadbalancerSupported refuses before calling
+			// HNS, with this message (hcn/hcn.go, platformDoesNotSupportError).
+			return newError(op, KindNotSupported, id, "platform does not support feature ModifyLoadbalancer (HNS 15.5–15.x or ≥ 16.0; host has %s)", s.opts.Version)
 		}
 		id = strings.ToUpper(id)
-		if _, ok := s.lbs[id]; !ok {
+		old, ok := s.lbs[id]
+		if !ok {
 			return newError(op, KindNotFound, id, "no such load balancer")
 		}
 		if err := s.validateLoadBalancer(op, id, lb); err != nil {
 			return err
 		}
+		if rule == modifyKeepsEndpoints {
+			lb = cloneLoadBalancer(lb)
+			lb.HostComputeEndpoints = old.HostComputeEndpoints
+		}
+		delete(s.restoredLBs, id)
 		out = cloneLoadBalancer(s.storeLoadBalancer(id, lb))
 		return nil
 	})
@@ -48,6 +58,35 @@ func (s *Simulator) UpdateLoadBalancer(ctx context.Context, id string, lb *LoadB
 		return nil, err
 	}
 	return out, nil
+}
+
+// How an HNS version answers an in-place load balancer update.
+type modifyBehavior int
+
+const (
+	// modifyAbsent: the host lacks ModifyLoadbalancer (hnslib's
+	// ModifyLoadbalancerVersion range, 15.5–15.x and ≥ 16.0).
+	modifyAbsent modifyBehavior = iota
+	// modifyReplaces: the update replaces the definition.
+	modifyReplaces
+	// modifyKeepsEndpoints: HNS 15.4 (Windows Server 2025 before the
+	// fix) reports success but the load balancer keeps its old endpoints
+	// (kubernetes issue 131466; kube-proxy stopped using the call there
+	// in PR 131506).
+	modifyKeepsEndpoints
+)
+
+// hnsModifyKeepsEndpoints is the HNS version of issue 131466.
+var hnsModifyKeepsEndpoints = Version{Major: 15, Minor: 4}
+
+func (s *Simulator) modifyRule() modifyBehavior {
+	switch {
+	case s.opts.Version == hnsModifyKeepsEndpoints:
+		return modifyKeepsEndpoints
+	case s.features.ModifyLoadbalancer:
+		return modifyReplaces
+	}
+	return modifyAbsent
 }
 
 // storeLoadBalancer saves a validated copy under id, with endpoint IDs in
@@ -154,7 +193,9 @@ func validateLBAddresses(op Op, label string, lb *LoadBalancer) error {
 
 func (s *Simulator) validateLBEndpoints(op Op, label string, lb *LoadBalancer) error {
 	if n := len(lb.HostComputeEndpoints); n > s.opts.MaxBackendsPerLoadBalancer {
-		return newError(op, KindInvalid, label, "%d backends exceed the limit of %d per load balancer", n, s.opts.MaxBackendsPerLoadBalancer)
+		// What HNS answers above its per-load-balancer limit: E_INVALIDARG,
+		// "invalid number of destinations" (kubernetes issue 98680).
+		return codedError(op, CodeInvalidParameter, label, "invalid number of destinations: %d backends, the host allows %d per load balancer", n, s.opts.MaxBackendsPerLoadBalancer)
 	}
 	seen := map[string]bool{}
 	for _, id := range lb.HostComputeEndpoints {
@@ -207,12 +248,27 @@ func (s *Simulator) validateFrontendFree(op Op, self, label string, lb *LoadBala
 		for _, k := range frontendKeys(s.lbs[id]) {
 			for _, w := range want {
 				if k == w {
-					return newError(op, KindPortAlreadyExists, label, "frontend is served by load balancer %s", id)
+					return s.frontendTaken(op, self, label, id)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// frontendTaken is the error for a frontend load balancer holder already
+// serves. A create of a frontend that HNS restored from its backup after
+// a restart fails with ERROR_ALREADY_EXISTS (kubernetes issue 139519,
+// "hcnCreateLoadBalancer failed in Win32: Cannot create a file when that
+// file already exists. (0xb7)"); any other taken frontend with
+// HCN_E_PORT_ALREADY_EXISTS (kubernetes PR 137530: an orphaned load
+// balancer holds the port, "The specified port already exists.
+// (0x803b0013)"). s.mu held.
+func (s *Simulator) frontendTaken(op Op, self, label, holder string) error {
+	if self == "" && s.restoredLBs[holder] {
+		return codedError(op, CodeAlreadyExists, label, "load balancer %s (restored after an HNS restart) already serves this frontend", holder)
+	}
+	return codedError(op, CodePortAlreadyExists, label, "the specified port already exists: frontend is served by load balancer %s", holder)
 }
 
 // GetLoadBalancer implements Interface.
@@ -252,6 +308,7 @@ func (s *Simulator) DeleteLoadBalancer(ctx context.Context, id string) error {
 			return newError(OpDeleteLoadBalancer, KindNotFound, id, "no such load balancer")
 		}
 		delete(s.lbs, id)
+		delete(s.restoredLBs, id)
 		return nil
 	})
 }

@@ -71,6 +71,10 @@ type Simulator struct {
 	rng        *rand.Rand
 	// pendingPA are the provider addresses networks get later, by ID.
 	pendingPA map[string]pendingPA
+
+	// restoredLBs are the load balancers HNS restored from its backup
+	// after a restart (sim_faults.go), until deleted or updated.
+	restoredLBs map[string]bool
 }
 
 var _ Interface = (*Simulator)(nil)
@@ -101,6 +105,8 @@ func NewSimulator(opts SimulatorOptions) *Simulator {
 		latency:    map[Op]time.Duration{},
 		rng:        rand.New(rand.NewSource(opts.Seed)),
 		pendingPA:  map[string]pendingPA{},
+
+		restoredLBs: map[string]bool{},
 	}
 }
 

@@ -200,6 +200,7 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 		},
 		{
 			name: "an update may keep its own frontend",
+			opts: SimulatorOptions{Version: Version{15, 5}},
 			do: func(t *testing.T, h *overlayHost) error {
 				lb := mustLB(t, h.sim, clusterIPLB(clusterIP, 80, 8080, h.pod5.ID))
 				_, err := h.sim.UpdateLoadBalancer(ctx, lb.ID, clusterIPLB(clusterIP, 80, 8080, h.pod5.ID, h.pod6.ID))
@@ -208,6 +209,7 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 		},
 		{
 			name: "an update onto another load balancer's frontend is refused",
+			opts: SimulatorOptions{Version: Version{15, 5}},
 			do: func(t *testing.T, h *overlayHost) error {
 				mustLB(t, h.sim, clusterIPLB(clusterIP, 80, 8080, h.pod5.ID))
 				lb := mustLB(t, h.sim, clusterIPLB(clusterIP, 81, 8080, h.pod5.ID))
@@ -239,14 +241,14 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.PortMappings[0].DistributionType = DistributionSourceIP }),
 		},
 		{
-			name: "an in-place update below HNS 15.4 is refused",
+			name: "an in-place update below HNS 15.4 is refused as hnslib refuses it",
 			opts: SimulatorOptions{Version: Version{15, 1}},
 			do: func(t *testing.T, h *overlayHost) error {
 				lb := mustLB(t, h.sim, clusterIPLB(clusterIP, 80, 8080, h.pod5.ID))
 				_, err := h.sim.UpdateLoadBalancer(ctx, lb.ID, clusterIPLB(clusterIP, 80, 8080, h.pod6.ID))
 				return err
 			},
-			want: KindNotSupported, wantMsg: "in-place load balancer update needs HNS 15.4",
+			want: KindNotSupported, wantMsg: "platform does not support feature ModifyLoadbalancer",
 		},
 		{
 			name: "an SCTP load balancer is refused",
@@ -268,7 +270,7 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 				_, err := h.sim.CreateLoadBalancer(ctx, clusterIPLB(clusterIP, 80, 8080, h.pod5.ID, h.pod6.ID, h.remote7.ID))
 				return err
 			},
-			want: KindInvalid, wantMsg: "3 backends exceed the limit of 2",
+			want: KindInvalid, wantMsg: "invalid number of destinations: 3 backends, the host allows 2",
 		},
 		{
 			name: "exactly the per-load-balancer limit is accepted",

@@ -49,6 +49,14 @@ const (
 	podCIDRv6 = "fd00:10:244:1::/64"
 )
 
+// HNS versions on each side of the ModifyLoadBalancer boundary: 15.4
+// accepts an in-place update and keeps the old endpoints (kubernetes issue
+// 131466), 15.5 is where hnslib's ModifyLoadbalancer range starts.
+var (
+	hnsBrokenModify = hns.Version{Major: 15, Minor: 4}
+	hnsFixedModify  = hns.Version{Major: 15, Minor: 5}
+)
+
 var (
 	clusterCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}
 	serviceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}

@@ -213,7 +213,7 @@ func TestDSR(t *testing.T) {
 		}
 	})
 	t.Run("is on every load balancer create and update when enabled", func(t *testing.T) {
-		h := newHost(t, hostOptions{})
+		h := newHost(t, hostOptions{version: hnsFixedModify})
 		h.addPod(localPodIP(1))
 		b := h.backend(withDSR)
 		st := stateOf(svc(1, localEP(1)))

@@ -51,7 +51,7 @@ func diffCanon(t *testing.T, what string, got, want []string) {
 }
 
 func TestRestartOnACorrectNodeMakesZeroWrites(t *testing.T) {
-	h := newHost(t, hostOptions{})
+	h := newHost(t, hostOptions{version: hnsFixedModify})
 	st := richState(h)
 	mustSync(t, h.backend(withDSR), full(st))
 	before := h.canon()
@@ -190,9 +190,17 @@ func TestEndpointOnlyChange(t *testing.T) {
 		version hns.Version
 		want    map[hns.Op]int
 	}{
-		{"is one in-place update per frontend where HNS supports it", hns.VersionWS2022,
+		{"is one in-place update per frontend where HNS supports it", hnsFixedModify,
 			map[hns.Op]int{hns.OpUpdateLoadBalancer: 2}},
-		{"is a delete and a create per frontend on older HNS", hns.VersionWS2019,
+		{"is one in-place update per frontend on HNS 16.0", hns.Version{Major: 16, Minor: 0},
+			map[hns.Op]int{hns.OpUpdateLoadBalancer: 2}},
+		// HNS 15.4 accepts an update and keeps the old endpoints
+		// (kubernetes issue 131466): never updated in place.
+		{"is a delete and a create per frontend on HNS 15.4", hnsBrokenModify,
+			map[hns.Op]int{hns.OpDeleteLoadBalancer: 2, hns.OpCreateLoadBalancer: 2}},
+		{"is a delete and a create per frontend on HNS 15.3", hns.Version{Major: 15, Minor: 3},
+			map[hns.Op]int{hns.OpDeleteLoadBalancer: 2, hns.OpCreateLoadBalancer: 2}},
+		{"is a delete and a create per frontend on older HNS", hns.Version{Major: 9, Minor: 3},
 			map[hns.Op]int{hns.OpDeleteLoadBalancer: 2, hns.OpCreateLoadBalancer: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,7 +236,7 @@ func mapsEqual(a, b map[hns.Op]int) bool {
 }
 
 func TestANewPodCostsOneEndpointListing(t *testing.T) {
-	h := newHost(t, hostOptions{})
+	h := newHost(t, hostOptions{version: hnsFixedModify})
 	h.addPod(localPodIP(1))
 	b := h.backend()
 	st := stateOf(svc(1, localEP(1)))
@@ -243,7 +251,7 @@ func TestANewPodCostsOneEndpointListing(t *testing.T) {
 }
 
 func TestRefusedInPlaceUpdateFallsBackToDeleteAndCreate(t *testing.T) {
-	h := newHost(t, hostOptions{})
+	h := newHost(t, hostOptions{version: hnsFixedModify})
 	h.addPod(localPodIP(1))
 	b := h.backend()
 	st := stateOf(svc(1, localEP(1)))
@@ -308,7 +316,7 @@ func TestTransientErrors(t *testing.T) {
 		diffCanon(t, "after the retry", h.canon(), fresh(t, hostOptions{}, st, 3))
 	})
 	t.Run("after a failed partial sync the next one is full", func(t *testing.T) {
-		h := newHost(t, hostOptions{})
+		h := newHost(t, hostOptions{version: hnsFixedModify})
 		st := richState(h)
 		b := h.backend()
 		mustSync(t, b, full(st))
@@ -340,7 +348,7 @@ func TestAlreadyExists(t *testing.T) {
 		diffCanon(t, "after the retry", h.canon(), fresh(t, hostOptions{}, st, 3))
 	})
 	t.Run("a load balancer already on the frontend is adopted when right and replaced when not", func(t *testing.T) {
-		h := newHost(t, hostOptions{})
+		h := newHost(t, hostOptions{version: hnsFixedModify})
 		h.addPod(localPodIP(1))
 		b := h.backend()
 		st := stateOf(svc(1, localEP(1)))

@@ -288,10 +288,21 @@ func (r *round) replaceLB(fe frontend, have *appliedLB, want *hns.LoadBalancer) 
 		lb, err := b.hns.UpdateLoadBalancer(r.ctx, have.id, want)
 		b.observe(OpUpdateLoadBalancer, start, err)
 		switch {
-		case err == nil:
+		case err == nil && sameLB(lb, want):
 			r.done(nil)
 			b.applied[fe] = &appliedLB{id: lb.ID, lb: lb}
 			return
+		case err == nil:
+			// HNS 15.4 answers success and keeps the old endpoints
+			// (kubernetes issue 131466): what it answers is what it holds,
+			// so an answer that differs from the request means in-place
+			// updates cannot be trusted on this host.
+			r.done(nil)
+			b.log.Info("HNS accepted an in-place load balancer update but kept the old definition; deleting and re-creating from now on",
+				"frontend", fe.String(), "id", lb.ID)
+			b.modifyLB = false
+			have = &appliedLB{id: lb.ID, lb: lb}
+			b.applied[fe] = have
 		case hns.IsNotSupported(err):
 			// kube-proxy saw HNS versions that announce in-place updates
 			// and refuse them: fall back for good.
