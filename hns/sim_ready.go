@@ -62,15 +62,7 @@ func (s *Simulator) settleNetworks() {
 // managementIP is the first IPv4 address of the network's adapter (its
 // NetAdapterName policy, else the host's first adapter). s.mu held.
 func (s *Simulator) managementIP(n *Network) string {
-	ad := &s.opts.HostAdapters[0]
-	for _, p := range n.Policies {
-		if p.NetAdapterName != nil {
-			if a := s.adapter(p.NetAdapterName.NetworkAdapterName); a != nil {
-				ad = a
-			}
-		}
-	}
-	for _, ip := range ad.IPs {
+	for _, ip := range s.networkAdapter(n).IPs {
 		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
 			return a.String()
 		}

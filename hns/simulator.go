@@ -71,6 +71,8 @@ type Simulator struct {
 	rng        *rand.Rand
 	// pendingPA are the provider addresses networks get later, by ID.
 	pendingPA map[string]pendingPA
+	// forwarding are the adapters (lower case) whose host vNIC forwards.
+	forwarding map[string]bool
 
 	// restoredLBs are the load balancers HNS restored from its backup
 	// after a restart (sim_faults.go), until deleted or updated.

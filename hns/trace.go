@@ -369,6 +369,11 @@ func networkVSID(n *Network) uint32 {
 // traceRoute handles a packet no load balancer claimed.
 func (s *Simulator) traceRoute(t *Trace, from Entry, sender *Endpoint, p tracePacket) {
 	if ep := s.localEndpointWithIP(p.dst); ep != nil {
+		if why := s.hostCannotForward(ep); from == FromHost && why != "" {
+			t.Dropped = why
+			t.step("dropped: %s", why)
+			return
+		}
 		t.step("-> local endpoint %s", ep.ID)
 		t.Deliveries = []Delivery{{Target: TargetLocalEndpoint, EndpointID: ep.ID, Packet: p.Packet}}
 		return
