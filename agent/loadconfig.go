@@ -104,7 +104,7 @@ func (l *LoadedConfig) checkCapabilities(f hns.Features, version hns.Version) {
 // windows.hnsVersion (the simulator's default when unset or invalid; an
 // invalid one is already a config error).
 func simulatorFeatures(cfg *config.AgentConfiguration) (hns.Features, hns.Version) {
-	v := hns.VersionWS2022
+	v := hns.VersionDefault
 	if parsed, err := hns.ParseVersion(cfg.Windows.HNSVersion); cfg.Windows.HNSVersion != "" && err == nil {
 		v = parsed
 	}

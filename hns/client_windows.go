@@ -6,10 +6,10 @@ import (
 	"context"
 	"strings"
 
-	"github.com/Microsoft/hcsshim/hcn"
+	"github.com/Microsoft/hnslib/hcn"
 )
 
-// client is Interface over github.com/Microsoft/hcsshim/hcn. It is the only
+// client is Interface over github.com/Microsoft/hnslib/hcn. It is the only
 // code that imports hcn: each method converts our types to hcn's through
 // their shared JSON schema, calls hcn, and classifies the error.
 type client struct{}
@@ -340,13 +340,20 @@ func (client) CreateLoadBalancer(ctx context.Context, lb *LoadBalancer) (*LoadBa
 	return loadBalancerFromHCN(op, created)
 }
 
-func (client) UpdateLoadBalancer(ctx context.Context, id string, lb *LoadBalancer) (*LoadBalancer, error) {
+func (c client) UpdateLoadBalancer(ctx context.Context, id string, lb *LoadBalancer) (*LoadBalancer, error) {
 	op := OpUpdateLoadBalancer
 	if err := ctxErr(ctx, op, id); err != nil {
 		return nil, err
 	}
-	if err := hcn.ModifyLoadbalancerSupported(); err != nil {
-		return nil, &Error{Op: op, Kind: KindNotSupported, Object: id, Msg: "in-place load balancer update", Err: err}
+	// Our own check, not hcn.ModifyLoadbalancerSupported: that one caches
+	// its first answer, a failed version probe included, for the life of
+	// the process (hnslib hcn/hcnsupport.go GetCachedSupportedFeatures).
+	v, err := c.Version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !FeaturesFor(v).ModifyLoadbalancer {
+		return nil, newError(op, KindNotSupported, id, "in-place load balancer update needs HNS %s (host has %s)", SupportedVersions(FeatureModifyLoadbalancer), v)
 	}
 	in, err := loadBalancerToHCN(op, lb)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/Microsoft/hcsshim/hcn"
+	"github.com/Microsoft/hnslib/hcn"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/windows"
 )
@@ -252,7 +252,9 @@ func TestTranslationToHCN(t *testing.T) {
 			checkNetworkPolicies(t, h.Policies, []wantPolicy{
 				{string(hcn.NetAdapterName), hcn.NetAdapterNameNetworkPolicySetting{NetworkAdapterName: "Ethernet 2"}},
 				{string(hcn.DrMacAddress), hcn.DrMacAddressNetworkPolicySetting{Address: "0E-2A-0A-F4-01-01"}},
-				{string(hcn.ProviderAddress), hcn.ProviderAddressNetworkPolicySetting{ProviderAddress: "192.168.1.10"}},
+				// hnslib has no network-level ProviderAddress setting type
+				// (hcsshim had one); the endpoint one has the same JSON.
+				{string(hcn.ProviderAddress), hcn.ProviderAddressEndpointPolicySetting{ProviderAddress: "192.168.1.10"}},
 				{string(hcn.RemoteSubnetRoute), hcn.RemoteSubnetRoutePolicySetting{
 					DestinationPrefix:           "10.244.2.0/24",
 					IsolationId:                 4096,

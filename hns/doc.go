@@ -7,8 +7,10 @@
 //   - every HNS user compiles and is tested on any OS (hcn's types are
 //     Windows-only, which is why kube-proxy's winkernel tests only run on
 //     Windows);
-//   - the Windows client (client_windows.go, the only file that imports
-//     github.com/Microsoft/hcsshim/hcn) is a thin JSON-level translation;
+//   - the Windows client (client_windows.go; only this package's _windows
+//     files import github.com/Microsoft/hnslib/hcn) is a thin JSON-level
+//     translation, and takes feature support from hnslib's version ranges
+//     (features_windows.go);
 //   - the [Simulator] can hold the same objects HNS holds.
 //
 // Two implementations exist:

@@ -146,7 +146,8 @@ func TestFeaturesFollowTheHNSVersion(t *testing.T) {
 		{"10.1", Features{RemoteSubnet: true, HostRoute: true}},
 		{"10.4", Features{RemoteSubnet: true, HostRoute: true, DSR: true, VxlanPort: true}},
 		{"12.0", Features{RemoteSubnet: true, HostRoute: true, DSR: true, VxlanPort: true, SessionAffinity: true, IPv6DualStack: true}},
-		{"15.4", Features{RemoteSubnet: true, HostRoute: true, DSR: true, VxlanPort: true, SessionAffinity: true, IPv6DualStack: true, ModifyLoadbalancer: true}},
+		{"15.4", Features{RemoteSubnet: true, HostRoute: true, DSR: true, VxlanPort: true, SessionAffinity: true, IPv6DualStack: true}},
+		{"15.5", Features{RemoteSubnet: true, HostRoute: true, DSR: true, VxlanPort: true, SessionAffinity: true, IPv6DualStack: true, ModifyLoadbalancer: true}},
 	}
 	for _, tc := range cases {
 		t.Run("HNS "+tc.version, func(t *testing.T) {

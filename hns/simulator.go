@@ -25,11 +25,12 @@ type HostAdapter struct {
 	MAC string
 }
 
-// SimulatorOptions configures a Simulator. The zero value is a Windows
-// Server 2022 host with one adapter named "Ethernet" and no addresses.
+// SimulatorOptions configures a Simulator. The zero value is a patched
+// Windows Server 2025 host (VersionDefault) with one adapter named
+// "Ethernet" and no addresses.
 type SimulatorOptions struct {
 	// Version is the HNS version the host reports; features follow from
-	// it (FeaturesFor). Default VersionWS2022.
+	// it (FeaturesFor). Default VersionDefault (Windows Server 2025, patched).
 	Version Version
 	// MaxBackendsPerLoadBalancer rejects load balancers with more
 	// endpoints. Default DefaultMaxBackendsPerLoadBalancer.
@@ -84,7 +85,7 @@ var _ Interface = (*Simulator)(nil)
 // NewSimulator returns an empty simulated HNS host.
 func NewSimulator(opts SimulatorOptions) *Simulator {
 	if opts.Version == (Version{}) {
-		opts.Version = VersionWS2022
+		opts.Version = VersionDefault
 	}
 	if opts.MaxBackendsPerLoadBalancer == 0 {
 		opts.MaxBackendsPerLoadBalancer = DefaultMaxBackendsPerLoadBalancer

@@ -233,7 +233,7 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 			name: "session affinity below HNS 12.0 is refused",
 			opts: SimulatorOptions{Version: VersionWS2019},
 			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.PortMappings[0].DistributionType = DistributionSourceIP }),
-			want: KindNotSupported, wantMsg: "session affinity needs HNS 12.0 (host has 10.4)",
+			want: KindNotSupported, wantMsg: "session affinity needs HNS 12.0 (host has 9.3)",
 		},
 		{
 			name: "session affinity on HNS 12.0 is accepted",
@@ -709,7 +709,7 @@ func TestSimulatorDump(t *testing.T) {
 	mustLB(t, h.sim, lb)
 	ns, _ := h.sim.CreateNamespace(ctx, &Namespace{})
 	_ = h.sim.AddNamespaceEndpoint(ctx, ns.ID, h.pod6.ID)
-	want := `HNS 15.4  features: DSR SessionAffinity IPv6DualStack RemoteSubnet HostRoute VxlanPort ModifyLoadbalancer
+	want := `HNS 15.5  features: DSR SessionAffinity IPv6DualStack RemoteSubnet HostRoute VxlanPort ModifyLoadbalancer
 Networks:
   000000E7-0000-4000-8000-000000000001  nodenet  Overlay  flags=EnableNonPersistent
     subnet 10.244.1.0/24  VSID=4096  route 0.0.0.0/0 via 10.244.1.1

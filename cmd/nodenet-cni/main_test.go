@@ -15,7 +15,7 @@ func TestPluginLinksNothingHeavy(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	forbidden := []string{"k8s.io/", "github.com/nodenet/nodenet/hns", "github.com/nodenet/nodenet/ipam",
-		"github.com/nodenet/nodenet/agent", "github.com/prometheus/", "github.com/Microsoft/hcsshim"}
+		"github.com/nodenet/nodenet/agent", "github.com/prometheus/", "github.com/Microsoft/hnslib"}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, f := range forbidden {
 			if strings.HasPrefix(dep, f) {
