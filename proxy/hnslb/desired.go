@@ -170,8 +170,7 @@ func (p *planner) base(sp *proxy.ServicePort, notes *notes) lbSpec {
 		if p.facts.features.SessionAffinity {
 			s.dist = hns.DistributionSourceIP
 		} else {
-			v, _ := hns.MinimumVersion("SessionAffinity")
-			notes.add(reasonAffinity, OpAffinityUnsupported, "session affinity ClientIP needs HNS %s or newer: connections are spread without it", v)
+			notes.add(reasonAffinity, OpAffinityUnsupported, "session affinity ClientIP needs HNS %s: connections are spread without it", hns.SupportedVersions(hns.FeatureSessionAffinity))
 		}
 	}
 	return s
@@ -205,8 +204,7 @@ func (p *planner) external(out map[frontend]*lbSpec, sp *proxy.ServicePort, prot
 	localDSR := sp.ExternalPolicyLocal && dsrOK
 	preserve := sp.PreserveDestination && dsrOK
 	if !dsrOK && (sp.ExternalPolicyLocal || sp.PreserveDestination) {
-		v, _ := hns.MinimumVersion("DSR")
-		notes.add(reasonNoDSR, OpDSRUnsupported, "externalTrafficPolicy Local and preserve-destination need DSR (HNS %s or newer): backends see the node's address as source", v)
+		notes.add(reasonNoDSR, OpDSRUnsupported, "externalTrafficPolicy Local and preserve-destination need DSR (HNS %s): backends see the node's address as source", hns.SupportedVersions(hns.FeatureDSR))
 	}
 	eps := sp.ExternalEndpoints
 	localOnly := eps
