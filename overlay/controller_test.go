@@ -380,7 +380,7 @@ func TestControllerReportsWhatItCannotBuild(t *testing.T) {
 			self: testNode("n1", "10.244.1.0/24", "192.168.77.11", nil),
 			prepare: func(t *testing.T, sim *hns.Simulator) {
 				_, err := sim.CreateNetwork(context.Background(), &hns.Network{Name: "nodenet", Type: hns.NetworkTypeL2Bridge,
-					Ipams: []hns.IPAM{{Type: "Static", Subnets: []hns.Subnet{{IpAddressPrefix: "10.244.1.0/24"}}}}})
+					Ipams: []hns.IPAM{{Type: "Static", Subnets: []hns.Subnet{{IpAddressPrefix: "10.244.1.0/24", Routes: []hns.Route{{NextHop: "10.244.1.1", DestinationPrefix: "0.0.0.0/0"}}}}}}})
 				if err != nil {
 					t.Fatal(err)
 				}

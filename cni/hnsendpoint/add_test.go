@@ -410,7 +410,7 @@ func TestAddRetries(t *testing.T) {
 func TestAddReplacesAnEndpointOfItsNameOnAnotherNetwork(t *testing.T) {
 	h := newHost(t, config.NetworkModeL2Bridge, hostOptions{})
 	other, err := h.sim.CreateNetwork(bg, &hns.Network{Name: "other", Type: hns.NetworkTypeL2Bridge,
-		Ipams: []hns.IPAM{{Subnets: []hns.Subnet{{IpAddressPrefix: "10.245.0.0/24"}}}}})
+		Ipams: []hns.IPAM{{Subnets: []hns.Subnet{{IpAddressPrefix: "10.245.0.0/24", Routes: []hns.Route{{NextHop: "10.245.0.1", DestinationPrefix: "0.0.0.0/0"}}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

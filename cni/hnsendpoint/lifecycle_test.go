@@ -308,7 +308,7 @@ func TestList(t *testing.T) {
 	h.mustAdd(t, pod(containerB, "eth0", nsB, "10.244.1.7"))
 	// Endpoints that are not ours, or not on this network.
 	other, err := h.sim.CreateNetwork(bg, &hns.Network{Name: "other", Type: hns.NetworkTypeL2Bridge,
-		Ipams: []hns.IPAM{{Subnets: []hns.Subnet{{IpAddressPrefix: "10.245.0.0/24"}}}}})
+		Ipams: []hns.IPAM{{Subnets: []hns.Subnet{{IpAddressPrefix: "10.245.0.0/24", Routes: []hns.Route{{NextHop: "10.245.0.1", DestinationPrefix: "0.0.0.0/0"}}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

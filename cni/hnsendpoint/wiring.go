@@ -105,6 +105,14 @@ func (w *Wiring) network(ctx context.Context, nw *cni.NodeNetwork) (*hns.Network
 	if n.Type != want {
 		return nil, fmt.Errorf("hns network %q is of type %s, but network mode %s needs %s", n.Name, n.Type, nw.Mode, want)
 	}
+	// HNS returns from CreateNetwork before an Overlay network is usable;
+	// its provider address (the management IP, which win-overlay gives
+	// pods as their PA and flannel's vxlan backend waits for) comes later.
+	// Until then the network is not ready and ADD answers "try again
+	// later" (CNI code 11).
+	if n.Type == hns.NetworkTypeOverlay && !hasProviderAddress(n) {
+		return nil, fmt.Errorf("hns network %q is not ready yet: HNS has not reported its provider address (management IP)", n.Name)
+	}
 	var subnets []netip.Prefix
 	for _, sn := range n.Subnets() {
 		if p, err := netip.ParsePrefix(sn.IpAddressPrefix); err == nil {
@@ -456,4 +464,13 @@ func result(pod *cni.Pod, ep *hns.Endpoint) *current.Result {
 		res.Routes = append(res.Routes, &types.Route{Dst: *dst, GW: a.Gateway.AsSlice()})
 	}
 	return res
+}
+
+func hasProviderAddress(n *hns.Network) bool {
+	for _, p := range n.Policies {
+		if p.Type == hns.NetworkPolicyProviderAddress && p.ProviderAddress != nil && p.ProviderAddress.ProviderAddress != "" {
+			return true
+		}
+	}
+	return false
 }

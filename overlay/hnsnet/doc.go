@@ -42,13 +42,26 @@
 // ("<network>_ep", flannel host-gw's name), takes the address at
 // config.SourceVIPOffset and is attached to the host: flannel does it with
 // HNS v1's HostAttach(1) (compartment 1); hns.Interface expresses it in
-// the v2 way, as membership of a namespace of type HostDefault
-// (CreateNamespace + AddNamespaceEndpoint; an endpoint whose
-// HostComputeNamespace is set is attached and left alone). Remote nodes
+// the v2 way, as membership of the host's existing default namespace
+// (ListNamespaces + hns.HostDefaultNamespace, then AddNamespaceEndpoint;
+// one is created only on a host that lists none; an endpoint whose
+// HostComputeNamespace is set is attached and left alone). IPv4
+// forwarding is turned on for the host vNIC (and the host endpoint's own
+// interface when listed) through Options.Forwarding, as flannel host-gw
+// does: without it the node cannot reach its pods. Remote nodes
 // get host routes (package hostroute), not HNS policies: pod CIDR via the
 // node IP on the interface holding this node's IP. A route is ours when
 // it is IPv4, on that interface and has metric RouteMetric; only ours are
 // deleted.
+//
+// # Readiness
+//
+// HNS answers CreateNetwork before the network is usable. Like flannel's
+// Windows backends, EnsureLocal then waits (Options.ReadyTimeout, polling
+// every Options.ReadyPollInterval) for an Overlay network's provider
+// address (its ProviderAddress policy, the management IP) and, in both
+// modes, for a host interface holding the node IP; when the wait runs
+// out it returns a *NotReadyError and the controller retries.
 //
 // # Adoption
 //

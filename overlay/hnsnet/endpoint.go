@@ -66,19 +66,27 @@ func (n *Network) ensureEndpoint(ctx context.Context, p *plan, nw *hns.Network, 
 
 // attachHost attaches the l2bridge host endpoint to the host, as flannel
 // host-gw does with HNS v1's HostAttach(1) (compartment 1, the host's).
-// In the v2 API that is membership of a namespace of type HostDefault:
-// the endpoint's HostComputeNamespace says it is attached; otherwise we
-// create the HostDefault namespace and add the endpoint (2 writes).
+// In the v2 API that is membership of the host's default namespace, which
+// every Windows host has (hns.HostDefaultNamespace): the endpoint's
+// HostComputeNamespace says it is attached; otherwise it joins that
+// namespace (1 write). Only a host that lists none gets one created.
 func (n *Network) attachHost(ctx context.Context, p *plan, ep *hns.Endpoint) (*hns.Endpoint, error) {
 	if p.netType != hns.NetworkTypeL2Bridge || ep.HostComputeNamespace != "" {
 		return ep, nil
 	}
-	ns, err := n.hns.CreateNamespace(ctx, &hns.Namespace{Type: hns.NamespaceTypeHostDefault})
+	nss, err := n.hns.ListNamespaces(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("create the host namespace for endpoint %q: %w", ep.Name, err)
+		return nil, fmt.Errorf("list HNS namespaces to attach endpoint %q to the host: %w", ep.Name, err)
+	}
+	ns := hns.HostDefaultNamespace(nss)
+	if ns == nil {
+		n.log.Info("Warning: HNS lists no default host namespace; creating one", "endpoint", ep.Name, "namespaces", len(nss))
+		if ns, err = n.hns.CreateNamespace(ctx, &hns.Namespace{Type: hns.NamespaceTypeHostDefault}); err != nil {
+			return nil, fmt.Errorf("create the host namespace for endpoint %q: %w", ep.Name, err)
+		}
 	}
 	if err := n.hns.AddNamespaceEndpoint(ctx, ns.ID, ep.ID); err != nil {
-		return nil, fmt.Errorf("attach endpoint %q to the host: %w", ep.Name, err)
+		return nil, fmt.Errorf("attach endpoint %q to the host namespace %s: %w", ep.Name, ns.ID, err)
 	}
 	ep.HostComputeNamespace = ns.ID
 	return ep, nil

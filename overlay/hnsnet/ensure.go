@@ -31,6 +31,9 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 	if p.netType == hns.NetworkTypeL2Bridge && n.routes == nil {
 		return nil, fmt.Errorf("hnsnet: l2bridge mode needs Options.HostRoutes")
 	}
+	if p.netType == hns.NetworkTypeL2Bridge && n.forwarding == nil {
+		return nil, fmt.Errorf("hnsnet: l2bridge mode needs Options.Forwarding")
+	}
 	up, err := n.findUplink(ctx, &p.spec)
 	if err != nil {
 		return nil, err
@@ -51,6 +54,15 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 	if err != nil {
 		return nil, err
 	}
+	// HNS answers CreateNetwork before the network is usable: wait, as
+	// flannel does, for its provider address and the host interface.
+	if nw, err = n.waitProviderAddress(ctx, nw); err != nil {
+		return nil, err
+	}
+	vnic, err := n.waitHostInterface(ctx, nw.Name, spec.NodeIP)
+	if err != nil {
+		return nil, err
+	}
 	if p.netType == hns.NetworkTypeOverlay {
 		if err := n.ensureHostRoute(ctx, nw); err != nil {
 			return nil, err
@@ -59,6 +71,11 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 	ep, err := n.ensureEndpoint(ctx, p, nw, up)
 	if err != nil {
 		return nil, err
+	}
+	if p.netType == hns.NetworkTypeL2Bridge {
+		if err := n.enableForwarding(ctx, p, vnic); err != nil {
+			return nil, err
+		}
 	}
 	out := &overlay.LocalNetwork{
 		Mode:        spec.Mode,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -35,6 +36,16 @@ type Options struct {
 	HostRoutes hostroute.Interface
 	// Adapters lists the host's adapters. Default: net.Interfaces.
 	Adapters func(ctx context.Context) ([]Adapter, error)
+	// Forwarding turns IPv4 forwarding on for the l2bridge host vNIC.
+	// Default: the simulated host's when HNS is an hns.Simulator, else
+	// SystemForwarding on Windows; required in l2bridge mode elsewhere.
+	Forwarding Forwarding
+	// ReadyTimeout bounds the wait for a network to become usable after
+	// CreateNetwork (provider address, host interface); ReadyPollInterval
+	// is the wait between looks. Defaults DefaultReadyTimeout and
+	// DefaultReadyPollInterval.
+	ReadyTimeout      time.Duration
+	ReadyPollInterval time.Duration
 	// Logger defaults to klog.Background().
 	Logger klog.Logger
 }
@@ -46,6 +57,10 @@ type Network struct {
 	routes   hostroute.Interface
 	adapters func(ctx context.Context) ([]Adapter, error)
 	log      klog.Logger
+
+	forwarding   Forwarding
+	readyTimeout time.Duration
+	readyPoll    time.Duration
 
 	// cur is what the last successful EnsureLocal made or adopted.
 	cur *local
@@ -64,11 +79,23 @@ func New(opts Options) (*Network, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background()
 	}
+	if opts.Forwarding == nil {
+		opts.Forwarding = defaultForwarding(opts.HNS)
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if opts.ReadyPollInterval <= 0 {
+		opts.ReadyPollInterval = DefaultReadyPollInterval
+	}
 	return &Network{
-		hns:      &counted{Interface: opts.HNS},
-		routes:   opts.HostRoutes,
-		adapters: opts.Adapters,
-		log:      opts.Logger.WithName("hnsnet"),
+		hns:          &counted{Interface: opts.HNS},
+		routes:       opts.HostRoutes,
+		adapters:     opts.Adapters,
+		log:          opts.Logger.WithName("hnsnet"),
+		forwarding:   opts.Forwarding,
+		readyTimeout: opts.ReadyTimeout,
+		readyPoll:    opts.ReadyPollInterval,
 	}, nil
 }
 
