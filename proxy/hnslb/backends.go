@@ -66,9 +66,11 @@ func (p *planner) candidates(eps []proxy.Endpoint) []candidate {
 		kind := backendRemote
 		switch {
 		case f.isOwnNodeIP(ip):
-			// A hostNetwork pod here has no endpoint of its own: reach it
-			// through a remote endpoint on this node's provider address,
-			// as kube-proxy reaches addresses outside the cluster.
+			// A hostNetwork pod here has no endpoint of its own, and a
+			// remote endpoint for this node's own address is never made
+			// (kube-proxy skips it: a local endpoint HNS does not list):
+			// the host's endpoint takes its traffic to the node's stack.
+			kind = backendHost
 		case ep.Local:
 			kind = backendLocal
 		case f.isLocalPodIP(ip):
@@ -76,6 +78,11 @@ func (p *planner) candidates(eps []proxy.Endpoint) []candidate {
 			// (and block) the local pod that owns or will own the
 			// address: the slice is stale, leave it out.
 			p.report.log.V(2).Info("Skipping a remote endpoint inside this node's pod CIDR", "endpoint", ep.String(), "node", ep.NodeName)
+			continue
+		case !f.knowsProviderAddress(ip):
+			// Its node is not in the remote node table yet: left out
+			// until the table has it (a table change forces a full sync).
+			p.report.log.V(2).Info("Skipping a remote endpoint whose node is not known yet", "endpoint", ep.String(), "node", ep.NodeName)
 			continue
 		}
 		seen[ip] = true

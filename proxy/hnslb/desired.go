@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/proxy"
@@ -169,11 +170,28 @@ func (p *planner) base(sp *proxy.ServicePort, notes *notes) lbSpec {
 	if sp.SessionAffinity > 0 {
 		if p.facts.features.SessionAffinity {
 			s.dist = hns.DistributionSourceIP
+			affinityTimeout(sp, notes)
 		} else {
 			notes.add(reasonAffinity, OpAffinityUnsupported, "session affinity ClientIP needs HNS %s: connections are spread without it", hns.SupportedVersions(hns.FeatureSessionAffinity))
 		}
 	}
 	return s
+}
+
+// DefaultAffinityTimeout is Kubernetes' default
+// sessionAffinityConfig.clientIP.timeoutSeconds (10800).
+const DefaultAffinityTimeout = 3 * time.Hour
+
+// affinityTimeout reports a ClientIP timeout other than the default: an
+// HNS load balancer has no field for one (hcn's HostComputeLoadBalancer
+// and LoadBalancerPortMapping carry only the distribution type), so the
+// timeout the Service asks for is not applied.
+func affinityTimeout(sp *proxy.ServicePort, notes *notes) {
+	if sp.SessionAffinity == DefaultAffinityTimeout {
+		return
+	}
+	notes.add(reasonAffinity, OpAffinityUnsupported, "HNS load balancers have no session affinity timeout: clients are pinned by source IP, but timeoutSeconds %d is not applied",
+		int64(sp.SessionAffinity/time.Second))
 }
 
 func (p *planner) clusterIP(out map[frontend]*lbSpec, sp *proxy.ServicePort, proto hns.Protocol, base lbSpec, notes *notes) {

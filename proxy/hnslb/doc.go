@@ -39,7 +39,10 @@
 //
 // Session affinity ClientIP is DistributionType SourceIP where HNS
 // supports it (12.0 and newer); elsewhere an event and an Observe count
-// (OpAffinityUnsupported), and the port is programmed without it.
+// (OpAffinityUnsupported), and the port is programmed without it. HNS
+// load balancers have no affinity timeout: a timeoutSeconds other than
+// the default (10800) gets the same event and count, saying it is not
+// applied.
 //
 // Source VIP (the SNAT address of non-DSR traffic), per load balancer,
 // KEP-5100: on overlay, this node's IP when a backend is (a) outside
@@ -57,8 +60,14 @@
 // deleted when the last one goes. An address inside this node's pod CIDR
 // is never made a remote endpoint (it would shadow, and in HNS block, the
 // local pod that owns it); one of ours found there is deleted first.
-// This node's own address as a backend (a hostNetwork pod here) is a
-// remote endpoint on this node's provider address. Local pods' endpoints
+// This node's own address as a backend (a hostNetwork pod here) gets no
+// remote endpoint: the load balancer sends it to the host's endpoint (the
+// source-VIP endpoint on overlay, the host endpoint on l2bridge), which
+// delivers to the node's own stack. A remote endpoint's provider address
+// must be known: a pod address inside the cluster CIDRs whose node is not
+// in the remote node table yet is left out of its load balancers (never
+// tunneled to this node's own address) until the table has it; a change
+// of the table forces a full sync. Local pods' endpoints
 // are the ones CNI created, found by address in a listing of the network.
 //
 // Backend limit: at most Options.MaxBackendsPerLoadBalancer (64, what

@@ -72,6 +72,8 @@ func v6Of(ip4 string) string {
 
 func remotePodIP(node, j int) string { return fmt.Sprintf("10.244.%d.%d", node, 10+j) }
 
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
 func remoteNodeIP(node int) string { return fmt.Sprintf("192.168.2.%d", node) }
 
 func remoteNode(n int) overlay.RemoteNode {
@@ -129,6 +131,9 @@ type hostOptions struct {
 	// dualStack adds IPv6 (l2bridge only): pods fd00:10:244:1::/64, node
 	// fd00::11.
 	dualStack bool
+	// maxBackends is the host's backend limit per load balancer (the
+	// simulator's default when 0).
+	maxBackends int
 }
 
 func newHost(tb testing.TB, o hostOptions) *host {
@@ -140,10 +145,11 @@ func newHost(tb testing.TB, o hostOptions) *host {
 		o.remotes = 3
 	}
 	sim := hns.NewSimulator(hns.SimulatorOptions{
-		Version:      o.version,
-		Now:          o.now,
-		Seed:         o.seed,
-		HostAdapters: []hns.HostAdapter{{Name: "Ethernet", IPs: []string{nodeIP, nodeIPv6}, MAC: hostMAC}},
+		Version:                    o.version,
+		MaxBackendsPerLoadBalancer: o.maxBackends,
+		Now:                        o.now,
+		Seed:                       o.seed,
+		HostAdapters:               []hns.HostAdapter{{Name: "Ethernet", IPs: []string{nodeIP, nodeIPv6}, MAC: hostMAC}},
 	})
 	routes := hostroute.NewFake()
 	routes.SetInterfaces(

@@ -32,6 +32,10 @@ type netFacts struct {
 	localCIDRs []netip.Prefix
 	// clusterCIDRs are Options.ClusterCIDRs, or every known pod CIDR.
 	clusterCIDRs []netip.Prefix
+	// configuredCIDRs says clusterCIDRs came from Options: only then can
+	// a pod address of a node not in the table yet be told apart from an
+	// address outside the cluster.
+	configuredCIDRs bool
 	// remoteByCIDR maps a remote node's pod CIDR to its provider address;
 	// remoteBits lists the prefix lengths in use, so a lookup masks an
 	// address once per length instead of scanning every node.
@@ -131,6 +135,7 @@ func newNetFacts(local *overlay.LocalNetwork, remotes []overlay.RemoteNode, clus
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(f.remoteBits)))
 	f.clusterCIDRs = clusterCIDRs
+	f.configuredCIDRs = len(clusterCIDRs) > 0
 	if len(f.clusterCIDRs) == 0 {
 		f.clusterCIDRs = slices.Clone(local.PodCIDRs)
 		for c := range f.remoteByCIDR {
@@ -192,6 +197,20 @@ func (f *netFacts) providerAddress(ip netip.Addr) netip.Addr {
 		return ip
 	}
 	return f.nodeIP[proxy.FamilyOf(ip)]
+}
+
+// knowsProviderAddress reports whether a remote endpoint for ip can be
+// programmed right: on overlay, a pod address inside the cluster CIDRs
+// needs its node in the remote node table. Before the table has it (the
+// proxy's first sync can run before the network part has read the other
+// Nodes) the only address at hand would be this node's, which sends the
+// pod's traffic nowhere until the next full sync.
+func (f *netFacts) knowsProviderAddress(ip netip.Addr) bool {
+	if !f.overlay || !f.configuredCIDRs || !inAny(f.clusterCIDRs, ip) || f.isLocalPodIP(ip) || f.remoteNodeIPs[ip] {
+		return true
+	}
+	_, ok := f.remoteNodePA(ip)
+	return ok
 }
 
 func (f *netFacts) isLocalPodIP(ip netip.Addr) bool { return inAny(f.localCIDRs, ip) }

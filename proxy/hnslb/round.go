@@ -346,9 +346,13 @@ func (r *round) createLB(fe frontend, want *hns.LoadBalancer) {
 	r.done(fmt.Errorf("create load balancer %s: %w", fe, err))
 }
 
-// adoptConflict handles "this frontend is taken": the load balancer that
-// holds it (made by an earlier attempt whose answer was lost, or left
-// from before) is looked up and adopted when right, replaced otherwise.
+// adoptConflict handles "this frontend is taken" (0x803b0013, or 0xb7
+// for a load balancer HNS restored after a restart): the load balancer
+// that holds it (made by an earlier attempt whose answer was lost,
+// restored by HNS, or left behind by an earlier run, kubernetes PR
+// 137530) is looked up and adopted when it has our shape (then updated
+// or replaced to what we want), deleted otherwise, and the create tried
+// once more. Never a retry loop: one conflict per frontend and round.
 func (r *round) adoptConflict(fe frontend, want *hns.LoadBalancer, cause error) {
 	// One fresh listing per round answers every conflict of the round.
 	if !r.relisted {
@@ -358,21 +362,62 @@ func (r *round) adoptConflict(fe frontend, want *hns.LoadBalancer, cause error) 
 		}
 		r.relisted = true
 	}
-	for i := range r.listed {
-		lb := &r.listed[i]
-		if got, ok := frontendOf(lb); !ok || got != fe {
-			continue
-		}
-		have := &appliedLB{id: lb.ID, lb: lb}
+	holder := r.holderOf(fe)
+	if holder == nil {
+		r.done(fmt.Errorf("create load balancer %s: %w (and no load balancer with that frontend is listed)", fe, cause))
+		return
+	}
+	if got, ok := frontendOf(holder); ok && got == fe {
+		have := &appliedLB{id: holder.ID, lb: holder}
 		r.b.applied[fe] = have
-		if sameLB(lb, want) {
-			r.b.log.V(2).Info("Adopted the load balancer holding our frontend", "frontend", fe.String(), "id", lb.ID)
+		if sameLB(holder, want) {
+			r.b.log.V(2).Info("Adopted the load balancer holding our frontend", "frontend", fe.String(), "id", holder.ID)
 			return
 		}
 		r.replaceLB(fe, have, want)
 		return
 	}
-	r.done(fmt.Errorf("create load balancer %s: %w (and no load balancer with that frontend is listed)", fe, cause))
+	// Another shape (more VIPs or port mappings): it cannot be one of
+	// our frontends, so it goes and ours takes its place.
+	r.b.log.Info("Deleting a load balancer that holds a service frontend", "frontend", fe.String(), "id", holder.ID,
+		"vips", holder.FrontendVIPs, "portMappings", len(holder.PortMappings))
+	r.deleteStale(holder.ID)
+	if !r.aborted() && r.consecutive == 0 {
+		r.createLB(fe, want)
+	}
+}
+
+// holderOf returns the listed load balancer that serves frontend fe (its
+// VIP, or no VIP for a node port of the family; protocol; port), if any.
+func (r *round) holderOf(fe frontend) *hns.LoadBalancer {
+	for i := range r.listed {
+		lb := &r.listed[i]
+		if holds(lb, fe) {
+			return lb
+		}
+	}
+	return nil
+}
+
+func holds(lb *hns.LoadBalancer, fe frontend) bool {
+	vipMatch := false
+	if !fe.vip.IsValid() {
+		vipMatch = len(lb.FrontendVIPs) == 0 && (lb.Flags&hns.LoadBalancerFlagsIPv6 != 0) == fe.v6
+	}
+	for _, s := range lb.FrontendVIPs {
+		if a, err := netip.ParseAddr(s); err == nil && a.Unmap() == fe.vip {
+			vipMatch = true
+		}
+	}
+	if !vipMatch {
+		return false
+	}
+	for _, pm := range lb.PortMappings {
+		if pm.Protocol == fe.proto && pm.ExternalPort == fe.port {
+			return true
+		}
+	}
+	return false
 }
 
 // removeLB deletes the load balancer of fe, if HNS holds one.
