@@ -256,8 +256,9 @@ func (a *Agent) newNetwork(ctx context.Context, g *group, p *parts) (*overlay.Co
 		OnNotReady: func(err error) {
 			log.Info("Node network no longer ready; pods already wired keep working", "err", err.Error())
 		},
-		Recorder: p.recorder,
-		Logger:   log.WithName("network"),
+		OnRemotes: func([]overlay.RemoteNode) { a.remotesChanged() },
+		Recorder:  p.recorder,
+		Logger:    log.WithName("network"),
 	})
 }
 
@@ -293,6 +294,18 @@ func (a *Agent) start(ctx context.Context, g *group, p *parts) {
 			client: p.client, ctrl: p.ctrl, dp: p.dp, metrics: p.metrics, health: p.health, recorder: p.recorder,
 		})
 	})
+}
+
+// remotesChanged asks the proxy for a full sync when the remote node
+// table changed: its remote endpoints' provider addresses come from it,
+// and its first sync may have run before the table was read.
+func (a *Agent) remotesChanged() {
+	a.mu.Lock()
+	p := a.rt.proxier
+	a.mu.Unlock()
+	if p != nil {
+		p.RequestFullSync()
+	}
 }
 
 // networkReady records a ready network (the CNI server has it now).

@@ -35,6 +35,12 @@ type ControllerOptions struct {
 	// Both run on the controller's goroutine and must not block long.
 	OnReady    func(*LocalNetwork)
 	OnNotReady func(error)
+	// OnRemotes, if set, is called with the remote node table each time
+	// it changes (a node joins, leaves, or changes its address or pod
+	// CIDR), after the routes to it are programmed, so the proxy can
+	// re-program the remote endpoints it affects. It runs on the
+	// controller's goroutine and must not block long.
+	OnRemotes func([]RemoteNode)
 	// Recorder records Events on this Node; default: one that writes
 	// through Client.
 	Recorder record.EventRecorder

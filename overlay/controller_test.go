@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,8 +47,10 @@ type winNode struct {
 
 	mu    sync.Mutex
 	ready []*overlay.LocalNetwork
-	ctrl  *overlay.Controller
-	stop  func()
+	// tables are the remote node tables OnRemotes handed over.
+	tables [][]overlay.RemoteNode
+	ctrl   *overlay.Controller
+	stop   func()
 }
 
 func newWinNode(t *testing.T, extraConfig string, nodes ...*v1.Node) *winNode {
@@ -82,6 +85,11 @@ func (w *winNode) start(t *testing.T) {
 		OnReady: func(l *overlay.LocalNetwork) {
 			w.mu.Lock()
 			w.ready = append(w.ready, l)
+			w.mu.Unlock()
+		},
+		OnRemotes: func(r []overlay.RemoteNode) {
+			w.mu.Lock()
+			w.tables = append(w.tables, r)
 			w.mu.Unlock()
 		},
 		RetryBackoff: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 5, Cap: 100 * time.Millisecond},
@@ -314,6 +322,48 @@ func TestControllerFollowsRemoteNodes(t *testing.T) {
 	if remotes := w.ctrl.Remotes(); len(remotes) != 1 || remotes[0].Name != "n2" {
 		t.Errorf("remote node table %+v, want n2 only", remotes)
 	}
+}
+
+// TestControllerHandsOverEachNewRemoteNodeTable: the proxy learns of
+// every change of the remote node table (its remote endpoints' provider
+// addresses come from it), and of nothing else.
+func TestControllerHandsOverEachNewRemoteNodeTable(t *testing.T) {
+	w := newWinNode(t, "", testNode("n1", "10.244.1.0/24", "192.168.77.11", map[string]string{"x": "y"}))
+	w.start(t)
+	eventually(t, "the network is ready", func() bool { return len(w.readyCalls()) == 1 })
+	tables := func() [][]overlay.RemoteNode {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return slices.Clone(w.tables)
+	}
+	if n := len(tables()); n != 0 {
+		t.Fatalf("%d tables handed over with no other node", n)
+	}
+	last := func() string {
+		ts := tables()
+		if len(ts) == 0 {
+			return ""
+		}
+		var out []string
+		for _, r := range ts[len(ts)-1] {
+			out = append(out, r.Name+"@"+r.NodeIP.String())
+		}
+		return strings.Join(out, ",")
+	}
+	if _, err := w.client.CoreV1().Nodes().Create(context.Background(), flannelPeer("n2", "10.244.2.0/24", "192.168.77.12", "0e:4e:c0:a8:4d:0c", 4096), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a node joining is handed over", func() bool { return last() == "n2@192.168.77.12" })
+	w.update(t, "n2", func(n *v1.Node) { n.Annotations[overlay.AnnotationPublicIP] = "192.168.77.22" })
+	eventually(t, "a node changing its IP is handed over", func() bool { return last() == "n2@192.168.77.22" })
+	n := len(tables())
+	// A change the table does not show hands nothing over: only the
+	// delete below counts.
+	w.update(t, "n2", func(n *v1.Node) { n.Labels = map[string]string{"unrelated": "change"} })
+	if err := w.client.CoreV1().Nodes().Delete(context.Background(), "n2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a node leaving is handed over", func() bool { return len(tables()) == n+1 && last() == "" })
 }
 
 func TestControllerRestartOnACorrectNodeWritesNothing(t *testing.T) {

@@ -226,8 +226,12 @@ func (c *Controller) syncRemotes(ctx context.Context) error {
 		c.log.Info("Remote node routes synced", "nodes", len(remotes), "added", res.Added, "updated", res.Updated, "removed", res.Removed, "writes", res.Writes)
 	}
 	c.mu.Lock()
+	changed := !reflect.DeepEqual(c.remote, remotes)
 	c.remote = remotes
 	c.mu.Unlock()
+	if changed && c.opts.OnRemotes != nil {
+		c.opts.OnRemotes(slices.Clone(remotes))
+	}
 	return nil
 }
 
