@@ -36,7 +36,7 @@ func (s *Simulator) UpdateLoadBalancer(ctx context.Context, id string, lb *LoadB
 		if rule == modifyAbsent {
 			// hnslib's ModifyLoadbalancerSupported refuses before calling
 			// HNS, with this message (hcn/hcn.go, platformDoesNotSupportError).
-			return newError(op, KindNotSupported, id, "platform does not support feature ModifyLoadbalancer (HNS 15.5–15.x or ≥ 16.0; host has %s)", s.opts.Version)
+			return newError(op, KindNotSupported, id, "platform does not support feature ModifyLoadbalancer (HNS %s; host has %s)", SupportedVersions(FeatureModifyLoadbalancer), s.opts.Version)
 		}
 		id = strings.ToUpper(id)
 		old, ok := s.lbs[id]

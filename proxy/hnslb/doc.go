@@ -70,8 +70,10 @@
 // of the table forces a full sync. Local pods' endpoints
 // are the ones CNI created, found by address in a listing of the network.
 //
-// Backend limit: at most Options.MaxBackendsPerLoadBalancer (64, what
-// Windows documents) per load balancer, ready ones first, then local
+// Backend limit: at most Options.MaxBackendsPerLoadBalancer (the host's:
+// 64 before Windows Server 2019 build 17763.2746, 1024 from it on; HNS
+// refuses more with E_INVALIDARG, kubernetes issue 98680) per load
+// balancer, ready ones first, then local
 // ones, then by address; the cut is reported as a warning event on the
 // Service, a log line and an Observe count (OpBackendLimit) rather than
 // left to fail in HNS. HNS load balancers have one target port: endpoints
@@ -115,9 +117,14 @@
 // (a run of maxConsecutiveErrors failures ends it early: HNS is likely
 // restarting), the DiffStore round is aborted, and the runner retries
 // with a full sync. A failed read is never taken to mean "absent".
-// "Already exists" on a create is answered by a lookup: the object found
-// is adopted when right and replaced when not. An in-place update that
-// HNS refuses as not supported switches the backend to delete and
-// create. A new HNS network ID (the network was re-created, e.g. after
+// While HNS restarts every call fails transiently (kubernetes issue
+// 139519): nothing is concluded from it, a failed feature probe is not
+// kept, and the next full sync adopts the load balancers HNS restored.
+// "Already exists" or "port already exists" on a create is answered by a
+// lookup in the same round: the holder is adopted (and corrected) when it
+// has our shape, deleted otherwise, and the create tried once more. An
+// in-place update that HNS refuses as not supported, or answers with the
+// old definition (HNS 15.4, kubernetes issue 131466), switches the
+// backend to delete and create. A new HNS network ID (the network was re-created, e.g. after
 // an HNS restart with a non-persistent network) starts from nothing.
 package hnslb
