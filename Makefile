@@ -10,7 +10,7 @@ PKGS     := ./...
 # conversion run on Wine's iphlpapi) for now: Wine 8 lacks the delete
 # call Go 1.26's os.RemoveAll uses, so packages whose tests use t.TempDir
 # fail cleanup.
-WINE_PKGS := ./hns/ ./overlay/hostroute/
+WINE_PKGS := ./hns/ ./overlay/hostroute/ ./overlay/hnsnet/
 
 .PHONY: all build cross test test-unit test-windows deps lint fmt clean
 
