@@ -6,8 +6,9 @@ BIN      := bin
 PKGS     := ./...
 # Windows builds of the tests run under Wine (hack/setup-wine.sh); HNS
 # itself is absent there (hack/wine/computenetwork.c stands in and fails
-# every call). Only hns and the host route table (its List and row
-# conversion run on Wine's iphlpapi) for now: Wine 8 lacks the delete
+# every call). Only hns, the host route table (its List and row
+# conversion run on Wine's iphlpapi) and hnsnet (its forwarding row) for
+# now: Wine 8 lacks the delete
 # call Go 1.26's os.RemoveAll uses, so packages whose tests use t.TempDir
 # fail cleanup.
 WINE_PKGS := ./hns/ ./overlay/hostroute/ ./overlay/hnsnet/
