@@ -9,12 +9,16 @@ import (
 )
 
 // MinOverlayVSID is the lowest VXLAN network identifier Windows accepts on
-// an Overlay network (lower ones are reserved by the host).
+// an Overlay network (lower ones are reserved by the host): flannel's
+// Windows vxlan backend refuses a lower VNI ("required to be greater than
+// or equal to 4096 on Windows", pkg/backend/vxlan/vxlan_network_windows.go;
+// Documentation/backends.md).
 const MinOverlayVSID = 4096
 
 // maxVSID is the largest 24-bit VXLAN network identifier.
 const maxVSID = 1<<24 - 1
 
+// knownNetworkTypes are hnslib's NetworkType values (hcn/hcnnetwork.go).
 var knownNetworkTypes = map[NetworkType]bool{
 	NetworkTypeNAT: true, NetworkTypeTransparent: true, NetworkTypeL2Bridge: true,
 	NetworkTypeL2Tunnel: true, NetworkTypeICS: true, NetworkTypePrivate: true, NetworkTypeOverlay: true,
@@ -78,6 +82,10 @@ func (s *Simulator) validateNetwork(n *Network) error {
 	if !knownNetworkTypes[n.Type] {
 		return newError(op, KindInvalid, n.Name, "unknown network type %q", n.Type)
 	}
+	// Overlay and L2Bridge endpoints take static addresses from the
+	// network's subnet (Microsoft Learn, "Windows container network
+	// drivers": l2bridge and overlay are created with --subnet; flannel
+	// always sends one).
 	subnets := n.Subnets()
 	if (n.Type == NetworkTypeOverlay || n.Type == NetworkTypeL2Bridge) && len(subnets) == 0 {
 		return newError(op, KindInvalid, n.Name, "a %s network needs at least one subnet", n.Type)
@@ -101,6 +109,8 @@ func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
 	if err != nil {
 		return newError(op, KindInvalid, n.Name, "subnet %q is not a prefix", sn.IpAddressPrefix)
 	}
+	// Feature gates here and below follow hnslib's version ranges
+	// (hcn/hcnglobals.go, FeaturesFor).
 	if pfx.Addr().Is6() && !s.features.IPv6DualStack {
 		return newError(op, KindNotSupported, n.Name, "IPv6 subnet %s needs HNS %s (host has %s)", pfx, minVersion("IPv6DualStack"), s.opts.Version)
 	}
