@@ -1,6 +1,9 @@
 package hns
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestKindForCode(t *testing.T) {
 	tests := []struct {
@@ -48,5 +51,34 @@ func TestErrorCodeTable(t *testing.T) {
 		if c.code&0x1FFF0000 == 0x00070000 {
 			t.Errorf("%s is written as HRESULT 0x%08X; hcn reports it as Win32 code 0x%08X", c.name, c.code, c.code&0xFFFF)
 		}
+	}
+}
+
+// TestSimulatorCodesAreTheRealOnes: each code the simulator returns is in
+// the table the real client classifies with, under its winerror.h name,
+// so a simulated failure is classified as the real one would be.
+func TestSimulatorCodesAreTheRealOnes(t *testing.T) {
+	for _, tc := range []struct {
+		code     uint32
+		wantName string
+		want     ErrorKind
+	}{
+		{CodeInvalidParameter, "ERROR_INVALID_PARAMETER", KindInvalid},
+		{CodeAlreadyExists, "ERROR_ALREADY_EXISTS", KindAlreadyExists},
+		{CodePortAlreadyExists, "HCN_E_PORT_ALREADY_EXISTS", KindPortAlreadyExists},
+		{CodeServerUnavailable, "RPC_S_SERVER_UNAVAILABLE", KindTransient},
+	} {
+		kind, name := kindForCode(tc.code)
+		if kind != tc.want || name != tc.wantName {
+			t.Errorf("0x%x is %v %q, want %v %q", tc.code, kind, name, tc.want, tc.wantName)
+		}
+		err := codedError(OpCreateLoadBalancer, tc.code, "x", "m")
+		if KindOf(err) != tc.want || CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.wantName) {
+			t.Errorf("codedError(0x%x) = %v (kind %v, code 0x%x)", tc.code, err, KindOf(err), CodeOf(err))
+		}
+	}
+	// E_INVALIDARG is 0x80070057; hcn hands it over as the Win32 code.
+	if CodeInvalidParameter != 0x80070057&0xFFFF {
+		t.Errorf("CodeInvalidParameter = 0x%x, want E_INVALIDARG's Win32 code 0x57", CodeInvalidParameter)
 	}
 }
