@@ -54,12 +54,7 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 	if err != nil {
 		return nil, err
 	}
-	// HNS answers CreateNetwork before the network is usable: wait, as
-	// flannel does, for its provider address and the host interface.
-	if nw, err = n.waitProviderAddress(ctx, nw); err != nil {
-		return nil, err
-	}
-	vnic, err := n.waitHostInterface(ctx, nw.Name, spec.NodeIP)
+	nw, vnic, err := n.waitReady(ctx, nw, spec.NodeIP)
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,21 @@ func (e *NotReadyError) Error() string {
 	return fmt.Sprintf("HNS network %q is not ready after %s: %s", e.Network, e.Waited, e.Missing)
 }
 
+// waitReady waits, as flannel does, until nw is usable (HNS answers
+// CreateNetwork before it is): its provider address, then the host
+// interface holding the node IP, which it returns.
+func (n *Network) waitReady(ctx context.Context, nw *hns.Network, nodeIP netip.Addr) (*hns.Network, Adapter, error) {
+	nw, err := n.waitProviderAddress(ctx, nw)
+	if err != nil {
+		return nil, Adapter{}, err
+	}
+	vnic, err := n.waitHostInterface(ctx, nw.Name, nodeIP)
+	if err != nil {
+		return nil, Adapter{}, err
+	}
+	return nw, vnic, nil
+}
+
 // waitProviderAddress returns the Overlay network once it reports its
 // provider address (the management IP, as flannel's vxlan backend reads
 // it), polling GetNetworkByID; a network that has it costs no call.
