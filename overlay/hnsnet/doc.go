@@ -60,8 +60,9 @@
 // Windows backends, EnsureLocal then waits (Options.ReadyTimeout, polling
 // every Options.ReadyPollInterval) for an Overlay network's provider
 // address (its ProviderAddress policy, the management IP) and, in both
-// modes, for a host interface holding the node IP; when the wait runs
-// out it returns a *NotReadyError and the controller retries.
+// modes, for the host interface holding the management IP (else the
+// node IP); when the wait runs out it returns a *NotReadyError and the
+// controller retries.
 //
 // # Adoption
 //

@@ -54,7 +54,7 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 	if err != nil {
 		return nil, err
 	}
-	nw, vnic, err := n.waitReady(ctx, nw, spec.NodeIP)
+	nw, vnic, err := n.waitReady(ctx, nw, up, spec.NodeIP)
 	if err != nil {
 		return nil, err
 	}

@@ -37,17 +37,43 @@ func (e *NotReadyError) Error() string {
 
 // waitReady waits, as flannel does, until nw is usable (HNS answers
 // CreateNetwork before it is): its provider address, then the host
-// interface holding the node IP, which it returns.
-func (n *Network) waitReady(ctx context.Context, nw *hns.Network, nodeIP netip.Addr) (*hns.Network, Adapter, error) {
+// interface holding the management IP, which it returns (the host vNIC).
+func (n *Network) waitReady(ctx context.Context, nw *hns.Network, up uplink, nodeIP netip.Addr) (*hns.Network, Adapter, error) {
 	nw, err := n.waitProviderAddress(ctx, nw)
 	if err != nil {
 		return nil, Adapter{}, err
 	}
-	vnic, err := n.waitHostInterface(ctx, nw.Name, nodeIP)
+	ip, ok := managementIP(nw, up, nodeIP)
+	if !ok {
+		n.log.V(2).Info("the uplink holds no IPv4 address to wait for; using it as it was", "adapter", up.Holder.Name)
+		return nw, up.Holder, nil
+	}
+	vnic, err := n.waitHostInterface(ctx, nw.Name, ip)
 	if err != nil {
 		return nil, Adapter{}, err
 	}
 	return nw, vnic, nil
+}
+
+// managementIP is the address the host vNIC holds once the network is up
+// (flannel waits for the interface holding the management IP): the
+// provider address when HNS reports one, else the node IP when the uplink
+// held it, else the uplink's first IPv4 address.
+func managementIP(nw *hns.Network, up uplink, nodeIP netip.Addr) (netip.Addr, bool) {
+	if pa := providerAddress(nw); pa.IsValid() {
+		return pa, true
+	}
+	for _, p := range up.Holder.IPs {
+		if p.Addr() == nodeIP {
+			return nodeIP, true
+		}
+	}
+	for _, p := range up.Holder.IPs {
+		if p.Addr().Is4() {
+			return p.Addr(), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // waitProviderAddress returns the Overlay network once it reports its
@@ -85,7 +111,7 @@ func (n *Network) waitHostInterface(ctx context.Context, network string, ip neti
 		if a, ok := adapterWithIP(ads, ip); ok {
 			return a, nil
 		}
-		if err := n.pause(ctx, start, network, fmt.Sprintf("no host interface holds the node IP %s (adapters: %s)", ip, adapterNames(ads))); err != nil {
+		if err := n.pause(ctx, start, network, fmt.Sprintf("no host interface holds the management IP %s (adapters: %s)", ip, adapterNames(ads))); err != nil {
 			return Adapter{}, err
 		}
 	}

@@ -113,7 +113,7 @@ func TestEnsureLocalWaitsForTheNetworkToBeReady(t *testing.T) {
 		{name: "overlay, provider address after 60 ms: polled until it shows", paDelay: 60 * time.Millisecond, timeout: 5 * time.Second, wantGetsGE: 2},
 		{name: "overlay, provider address later than the timeout", paDelay: time.Hour, timeout: 50 * time.Millisecond, wantErr: "no provider address"},
 		{name: "l2bridge, host interface back after 3 looks", l2bridge: true, ifMissing: 3, timeout: 5 * time.Second},
-		{name: "l2bridge, host interface never back", l2bridge: true, ifMissing: 1 << 20, timeout: 50 * time.Millisecond, wantErr: "no host interface holds the node IP"},
+		{name: "l2bridge, host interface never back", l2bridge: true, ifMissing: 1 << 20, timeout: 50 * time.Millisecond, wantErr: "no host interface holds the management IP"},
 		{name: "overlay, host interface back after 2 looks", ifMissing: 2, timeout: 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -264,4 +264,36 @@ func l2bridgeByHand(t *testing.T, h *host) *hns.Network {
 		t.Fatal(err)
 	}
 	return nw
+}
+
+// The address whose interface EnsureLocal waits for is the management IP:
+// the provider address HNS reports, else the node IP the uplink held,
+// else the uplink's first IPv4 address.
+func TestManagementIP(t *testing.T) {
+	pa := hns.NetworkPolicy{Type: hns.NetworkPolicyProviderAddress, ProviderAddress: &hns.ProviderAddressPolicy{ProviderAddress: "192.168.1.99"}}
+	holder := func(ips ...string) uplink {
+		u := uplink{Name: "Ethernet", Holder: Adapter{Name: "Ethernet"}}
+		for _, ip := range ips {
+			u.Holder.IPs = append(u.Holder.IPs, netip.MustParsePrefix(ip))
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name     string
+		policies []hns.NetworkPolicy
+		up       uplink
+		want     string // "" = none
+	}{
+		{name: "the provider address first", policies: []hns.NetworkPolicy{pa}, up: holder(nodeIP + "/24"), want: "192.168.1.99"},
+		{name: "else the node IP the uplink holds", up: holder("fd00::11/64", "192.168.1.50/24", nodeIP+"/24"), want: nodeIP},
+		{name: "else the uplink's first IPv4 address", up: holder("fd00::11/64", "192.168.1.50/24"), want: "192.168.1.50"},
+		{name: "none without an IPv4 address", up: holder("fd00::11/64")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := managementIP(&hns.Network{Policies: tc.policies}, tc.up, netip.MustParseAddr(nodeIP))
+			if (tc.want == "") == ok || (ok && got.String() != tc.want) {
+				t.Errorf("managementIP = %v, %t; want %q", got, ok, tc.want)
+			}
+		})
+	}
 }
