@@ -11,19 +11,18 @@ import (
 
 // Defaults that don't depend on the target OS.
 const (
-	DefaultSyncPeriod                 = 30 * time.Second
-	DefaultMinSyncPeriod              = 1 * time.Second
-	DefaultNetworkName                = "nodenet"
-	DefaultVNI                        = 4096
-	DefaultVXLANPort                  = 4789
-	DefaultHealthzBindAddress         = "0.0.0.0:10256"
-	DefaultMetricsBindAddress         = "127.0.0.1:10249"
-	DefaultConflistName               = "10-nodenet.conflist"
-	DefaultMaxBackendsPerLoadBalancer = 64
-	DefaultConntrackMaxPerCore        = 32768
-	DefaultConntrackMin               = 131072
-	DefaultConntrackTCPEstablished    = 24 * time.Hour
-	DefaultConntrackTCPCloseWait      = 1 * time.Hour
+	DefaultSyncPeriod              = 30 * time.Second
+	DefaultMinSyncPeriod           = 1 * time.Second
+	DefaultNetworkName             = "nodenet"
+	DefaultVNI                     = 4096
+	DefaultVXLANPort               = 4789
+	DefaultHealthzBindAddress      = "0.0.0.0:10256"
+	DefaultMetricsBindAddress      = "127.0.0.1:10249"
+	DefaultConflistName            = "10-nodenet.conflist"
+	DefaultConntrackMaxPerCore     = 32768
+	DefaultConntrackMin            = 131072
+	DefaultConntrackTCPEstablished = 24 * time.Hour
+	DefaultConntrackTCPCloseWait   = 1 * time.Hour
 
 	// NodePortAddressPrimary is the NodePortAddresses keyword for the Node
 	// object's primary IP of each family.
@@ -65,7 +64,6 @@ func SetDefaults(cfg *AgentConfiguration, opts DefaultingOptions) {
 	setNetworkDefaults(&cfg.Network)
 	setProxyDefaults(&cfg.Proxy, cfg.ClusterCIDRs)
 	setCNIDefaults(&cfg.CNI, target, opts.Shared)
-	setWindowsDefaults(&cfg.Windows)
 	setLinuxDefaults(&cfg.Linux)
 }
 
@@ -168,12 +166,6 @@ func setCNIDefaults(c *CNIConfiguration, target OS, shared bool) {
 	fill(&c.ConfDir, d.ConfDir)
 	fill(&c.BinDir, d.BinDir)
 	fill(&c.DataDir, d.DataDir)
-}
-
-func setWindowsDefaults(w *WindowsConfiguration) {
-	if w.MaxBackendsPerLoadBalancer == 0 {
-		w.MaxBackendsPerLoadBalancer = DefaultMaxBackendsPerLoadBalancer
-	}
 }
 
 func setLinuxDefaults(l *LinuxConfiguration) {

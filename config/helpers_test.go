@@ -162,7 +162,7 @@ func wantDefaultConfig(cni CNIConfiguration) *AgentConfiguration {
 			MetricsBindAddress: "127.0.0.1:10249",
 		},
 		CNI:     cni,
-		Windows: WindowsConfiguration{MaxBackendsPerLoadBalancer: 64},
+		Windows: WindowsConfiguration{},
 		Linux:   LinuxConfiguration{MasqueradePodEgress: ptr(true), Conntrack: wantDefaultConntrack()},
 	}
 }

@@ -60,7 +60,7 @@ func TestKubeProxyFilesImport(t *testing.T) {
 					BinDir:       `C:\opt\cni\bin`,
 					DataDir:      `C:\ProgramData\nodenet`,
 				},
-				Windows: WindowsConfiguration{RunAsService: true, MaxBackendsPerLoadBalancer: 64},
+				Windows: WindowsConfiguration{RunAsService: true},
 				Linux:   LinuxConfiguration{MasqueradePodEgress: ptr(true), Conntrack: defaultConntrack},
 			},
 			wantWarnings: []string{
@@ -103,7 +103,7 @@ func TestKubeProxyFilesImport(t *testing.T) {
 					BinDir:       "/opt/cni/bin",
 					DataDir:      "/var/lib/nodenet",
 				},
-				Windows: WindowsConfiguration{MaxBackendsPerLoadBalancer: 64},
+				Windows: WindowsConfiguration{},
 				Linux:   LinuxConfiguration{MasqueradeAll: true, MasqueradePodEgress: ptr(true), Conntrack: defaultConntrack},
 			},
 			wantWarnings: []string{"mode", "winkernel.sourceVip", "nodePortAddresses", "clientConnection"},

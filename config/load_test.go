@@ -115,7 +115,7 @@ func TestLoadValidFiles(t *testing.T) {
 					BinDir:       "/usr/libexec/cni",
 					DataDir:      "/var/lib/nodenet",
 				},
-				Windows: WindowsConfiguration{MaxBackendsPerLoadBalancer: 64},
+				Windows: WindowsConfiguration{},
 				Linux: LinuxConfiguration{
 					MasqueradeAll:       true,
 					MasqueradePodEgress: ptr(false),

@@ -274,13 +274,15 @@ type WindowsConfiguration struct {
 	// build; the real HNS client ignores it. Default: empty (the
 	// simulator's own). Node-local.
 	HNSVersion string `json:"hnsVersion,omitempty"`
-	// MaxBackendsPerLoadBalancer is the most backends nodenet puts in one
-	// HNS load balancer. A service with more ready endpoints is programmed
-	// with this many and reported (an Event and a metric). HNS itself
-	// rejects more than 64 on Windows Server 2019 builds before 17763.2746
-	// and more than 1024 on later ones ("invalid number of destinations",
-	// kubernetes issue 98680); the default is the old builds' limit, so
-	// raise it on current hosts. At least 1. Default: 64. Cluster-wide.
+	// MaxBackendsPerLoadBalancer overrides the most backends nodenet puts
+	// in one HNS load balancer. Unset, it follows the host: HNS rejects
+	// more than 64 on Windows Server 2019 builds before 17763.2746 and
+	// more than 1024 from that build on and on every later release
+	// ("invalid number of destinations", kubernetes issue 98680), and the
+	// agent reads the host's build. A service with more ready endpoints is
+	// programmed with this many and reported (an Event and a metric). Set
+	// it only to stay below the host's limit; 0 to 1024. Default: 0 (the
+	// host's limit). Cluster-wide.
 	MaxBackendsPerLoadBalancer int32 `json:"maxBackendsPerLoadBalancer,omitempty"`
 }
 

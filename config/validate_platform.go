@@ -55,8 +55,9 @@ func (v *validator) validateWindows() {
 	if _, err := hns.ParseVersion(w.HNSVersion); w.HNSVersion != "" && err != nil {
 		v.err(field.Invalid(path.Child("hnsVersion"), w.HNSVersion, `must be "major.minor", e.g. "15.4"`))
 	}
-	if w.MaxBackendsPerLoadBalancer < 1 {
-		v.err(field.Invalid(path.Child("maxBackendsPerLoadBalancer"), w.MaxBackendsPerLoadBalancer, "must be at least 1"))
+	if n := w.MaxBackendsPerLoadBalancer; n < 0 || n > hns.MaxBackendsCurrent {
+		v.err(field.Invalid(path.Child("maxBackendsPerLoadBalancer"), n,
+			fmt.Sprintf("must be 0 (the host's limit) to %d (the most any Windows release takes)", hns.MaxBackendsCurrent)))
 	}
 }
 

@@ -218,6 +218,24 @@ func TestValidateCrossFieldRules(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "cni.dataDir"}},
 		},
 		{
+			name:         "an unset backend limit follows the host",
+			yaml:         cfgYAML,
+			os:           OSWindows,
+			wantFamilies: []IPFamily{IPv4},
+		},
+		{
+			name:         "a backend limit of 1024 is the most any Windows release takes",
+			yaml:         cfgYAML + "windows: {maxBackendsPerLoadBalancer: 1024}\n",
+			os:           OSWindows,
+			wantFamilies: []IPFamily{IPv4},
+		},
+		{
+			name:     "a backend limit above 1024 is an error",
+			yaml:     cfgYAML + "windows: {maxBackendsPerLoadBalancer: 1025}\n",
+			os:       OSWindows,
+			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "windows.maxBackendsPerLoadBalancer"}},
+		},
+		{
 			name:         "UNC and forward-slash Windows paths are absolute",
 			yaml:         cfgYAML + "cni: {dataDir: '\\\\server\\share\\nodenet', binDir: 'D:/cni/bin'}\n",
 			os:           OSWindows,

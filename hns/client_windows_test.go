@@ -24,6 +24,7 @@ import (
 	"github.com/Microsoft/hnslib/hcn"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/windows"
+	"golang.org/x/sys/windows/registry"
 )
 
 const (
@@ -576,5 +577,60 @@ func TestClientWithoutHNS(t *testing.T) {
 			}
 			t.Logf("%v", err)
 		})
+	}
+}
+
+// OSBuild reads the build Windows reports; Wine reports one too (which one
+// depends on the prefix's Windows version), so only its shape is checked.
+func TestClientReadsTheOSBuild(t *testing.T) {
+	b, err := client{}.OSBuild(context.Background())
+	if err != nil {
+		t.Fatalf("OSBuild: %v", err)
+	}
+	if want := int(windows.RtlGetVersion().BuildNumber); b.Number != want || b.Number == 0 {
+		t.Errorf("OSBuild = %s, want build number %d", b, want)
+	}
+	if b.Revision < 0 {
+		t.Errorf("OSBuild = %s: negative revision", b)
+	}
+	t.Logf("this host: build %s, %d backends per load balancer", b, MaxBackendsPerLoadBalancer(b))
+}
+
+// Under Wine (never on a real host) the test sets the registry's UBR and
+// sees it come back as the revision.
+func TestClientReadsTheUpdateRevision(t *testing.T) {
+	if !underWine() {
+		t.Skip("sets HKLM's UBR: only under Wine")
+	}
+	k, _, err := registry.CreateKey(registry.LOCAL_MACHINE, `SOFTWARE\Microsoft\Windows NT\CurrentVersion`, registry.QUERY_VALUE|registry.SET_VALUE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	old, _, oldErr := k.GetIntegerValue("UBR")
+	t.Cleanup(func() {
+		if oldErr == nil {
+			_ = k.SetDWordValue("UBR", uint32(old))
+		} else {
+			_ = k.DeleteValue("UBR")
+		}
+	})
+	for _, ubr := range []uint32{2745, 2746} {
+		if err := k.SetDWordValue("UBR", ubr); err != nil {
+			t.Fatal(err)
+		}
+		b, err := client{}.OSBuild(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Revision != int(ubr) {
+			t.Errorf("with UBR %d: OSBuild = %s", ubr, b)
+		}
+	}
+	if err := k.DeleteValue("UBR"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := (client{}).OSBuild(context.Background()); err != nil || b.Revision != 0 {
+		t.Errorf("without UBR: OSBuild = %s, %v; want revision 0", b, err)
 	}
 }

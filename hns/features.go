@@ -85,6 +85,9 @@ var (
 // (see VersionWS2022 for why it is a range).
 var WS2022Range = VersionRange{Min: Version{Major: 12, Minor: 0}, Max: Version{Major: 15, Minor: 3}}
 
+// String reads r as "12.0–15.3".
+func (r VersionRange) String() string { return VersionRanges{r}.String() }
+
 // Feature names an HNS capability nodenet decides on; each is a field of
 // Features and of hnslib's hcn.SupportedFeatures.
 type Feature string

@@ -106,4 +106,8 @@ type Interface interface {
 	// Version returns the HNS version; Features derives from it.
 	Version(ctx context.Context) (Version, error)
 	Features(ctx context.Context) (Features, error)
+	// OSBuild returns the Windows build the host runs. It is read from
+	// Windows, not from HNS, so it does not fail while HNS restarts;
+	// MaxBackendsPerLoadBalancer derives the backend limit from it.
+	OSBuild(ctx context.Context) (OSBuild, error)
 }

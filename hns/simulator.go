@@ -9,11 +9,6 @@ import (
 	"time"
 )
 
-// DefaultMaxBackendsPerLoadBalancer is the per-load-balancer backend limit
-// of Windows Server 2019 builds before 17763.2746 (1024 from that build on:
-// kubernetes issue 98680, "invalid number of destinations").
-const DefaultMaxBackendsPerLoadBalancer = 64
-
 // HostAdapter is a network adapter of the simulated host.
 type HostAdapter struct {
 	// Name is what a NetAdapterName policy refers to ("Ethernet").
@@ -32,8 +27,13 @@ type SimulatorOptions struct {
 	// Version is the HNS version the host reports; features follow from
 	// it (FeaturesFor). Default VersionDefault (Windows Server 2025, patched).
 	Version Version
+	// OSBuild is the Windows build the host reports (OSBuild). Default
+	// BuildFor(Version): the build of the modelled release of that HNS
+	// version.
+	OSBuild OSBuild
 	// MaxBackendsPerLoadBalancer rejects load balancers with more
-	// endpoints. Default DefaultMaxBackendsPerLoadBalancer.
+	// endpoints. Default MaxBackendsPerLoadBalancer(OSBuild): what a host
+	// of that build allows (64 before 17763.2746, else 1024).
 	MaxBackendsPerLoadBalancer int
 	// HostAdapters are the host's network adapters.
 	HostAdapters []HostAdapter
@@ -87,8 +87,11 @@ func NewSimulator(opts SimulatorOptions) *Simulator {
 	if opts.Version == (Version{}) {
 		opts.Version = VersionDefault
 	}
+	if opts.OSBuild == (OSBuild{}) {
+		opts.OSBuild = BuildFor(opts.Version)
+	}
 	if opts.MaxBackendsPerLoadBalancer == 0 {
-		opts.MaxBackendsPerLoadBalancer = DefaultMaxBackendsPerLoadBalancer
+		opts.MaxBackendsPerLoadBalancer = MaxBackendsPerLoadBalancer(opts.OSBuild)
 	}
 	if len(opts.HostAdapters) == 0 {
 		opts.HostAdapters = []HostAdapter{{Name: "Ethernet"}}
@@ -242,6 +245,11 @@ func (s *Simulator) Features(ctx context.Context) (Features, error) {
 	}
 	return s.features, nil
 }
+
+// OSBuild returns the configured Windows build. Like the real client's, it
+// is not an HNS call: it is not counted and neither faults nor a restart
+// make it fail.
+func (s *Simulator) OSBuild(context.Context) (OSBuild, error) { return s.opts.OSBuild, nil }
 
 // sortedIDs returns a map's keys in creation order (IDs embed a
 // zero-padded sequence, so lexical order is creation order).

@@ -11,15 +11,16 @@ import (
 
 func TestBackendLimit(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		limit int
-		want  int
+		name    string
+		version hns.Version // its build sets the host's limit
+		limit   int
+		want    int
 	}{
-		{"the Windows default of 64 keeps ready and local endpoints first", 0, 64},
-		{"a configured limit is honored", 10, 10},
+		{"the host's limit (64 on Windows Server 2019 before 17763.2746) keeps ready and local endpoints first", hns.VersionWS2019, 0, 64},
+		{"a configured limit is honored", hns.Version{}, 10, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHost(t, hostOptions{})
+			h := newHost(t, hostOptions{version: tc.version})
 			var eps []proxy.Endpoint
 			var locals []string
 			for i := range 5 {
@@ -89,5 +90,30 @@ func TestEndpointsWithAnotherTargetPortAreLeftOutWithAnEvent(t *testing.T) {
 	}
 	if evs := ev.drain(); len(evs) != 1 || !strings.Contains(evs[0], reasonMixedPorts) {
 		t.Errorf("events = %q, want one %s", evs, reasonMixedPorts)
+	}
+}
+
+// Unset, the limit follows the host's build (hns.MaxBackendsPerLoadBalancer):
+// 64 on Windows Server 2019 before 17763.2746, 1024 from that build on.
+func TestBackendLimitFollowsTheHostBuild(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build hns.OSBuild
+		want  int
+	}{
+		{"is 64 on 17763.2745", hns.OSBuild{Number: 17763, Revision: 2745}, 64},
+		{"is 1024 on 17763.2746", hns.BuildWS2019BackendFix, 1024},
+		{"is 1024 on Windows Server 2025", hns.BuildWS2025, 1024},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim := hns.NewSimulator(hns.SimulatorOptions{Version: hns.VersionWS2019, OSBuild: tc.build})
+			b, err := New(Options{HNS: sim, Network: &testNetwork{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.opts.MaxBackendsPerLoadBalancer != tc.want {
+				t.Errorf("limit %d, want %d", b.opts.MaxBackendsPerLoadBalancer, tc.want)
+			}
+		})
 	}
 }

@@ -1,7 +1,9 @@
 package hnslb
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"sync"
 	"time"
@@ -39,10 +41,6 @@ func (s StaticNetwork) Local() *overlay.LocalNetwork { return s.Net }
 // Remotes implements Network.
 func (s StaticNetwork) Remotes() []overlay.RemoteNode { return s.Nodes }
 
-// DefaultMaxBackendsPerLoadBalancer is what Windows documents as the most
-// backends one HNS load balancer takes.
-const DefaultMaxBackendsPerLoadBalancer = 64
-
 // Options configure New.
 type Options struct {
 	// HNS is the host's HNS (hns.NewClient on Windows, hns.NewSimulator in
@@ -62,8 +60,9 @@ type Options struct {
 	// error, as kube-proxy refuses to start.
 	EnableDSR bool
 	// MaxBackendsPerLoadBalancer (config windows.maxBackendsPerLoadBalancer)
-	// caps the backends of each load balancer. 0 means
-	// DefaultMaxBackendsPerLoadBalancer.
+	// caps the backends of each load balancer. 0: the host's limit,
+	// hns.MaxBackendsPerLoadBalancer of HNS.OSBuild (64 before Windows
+	// Server 2019 build 17763.2746, 1024 from it on).
 	MaxBackendsPerLoadBalancer int
 	// ForwardHealthCheckVIP programs, for each load-balancer ingress IP, a
 	// load balancer that forwards the service's health-check node port
@@ -135,7 +134,8 @@ type Backend struct {
 
 var _ proxy.Backend = (*Backend)(nil)
 
-// New checks opts and returns a Backend. It makes no HNS call: the first
+// New checks opts and returns a Backend. It makes no HNS call (the
+// Windows build, for the backend limit, comes from Windows): the first
 // Sync lists what is there and adopts it.
 func New(opts Options) (*Backend, error) {
 	if opts.HNS == nil {
@@ -147,14 +147,21 @@ func New(opts Options) (*Backend, error) {
 	if opts.MaxBackendsPerLoadBalancer < 0 {
 		return nil, errors.New("hnslb: Options.MaxBackendsPerLoadBalancer must not be negative")
 	}
-	if opts.MaxBackendsPerLoadBalancer == 0 {
-		opts.MaxBackendsPerLoadBalancer = DefaultMaxBackendsPerLoadBalancer
-	}
 	log := opts.Logger
 	if log.GetSink() == nil {
 		log = klog.Background()
 	}
 	log = log.WithName("hnslb")
+	if opts.MaxBackendsPerLoadBalancer == 0 {
+		// The build is read from Windows, not HNS: it does not fail
+		// while HNS restarts, so reading it once here is safe.
+		build, err := opts.HNS.OSBuild(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("hnslb: read the Windows build for the backend limit: %w", err)
+		}
+		opts.MaxBackendsPerLoadBalancer = hns.MaxBackendsPerLoadBalancer(build)
+		log.V(1).Info("Backends per load balancer follow the host", "max", opts.MaxBackendsPerLoadBalancer, "windowsBuild", build.String())
+	}
 	b := &Backend{
 		hns:     opts.HNS,
 		network: opts.Network,

@@ -103,8 +103,9 @@ func TestConfigTranslation(t *testing.T) {
 				t.Errorf("node-port prefixes (-want +got):\n%s", diff)
 			}
 			h := HNSOptions(cfg, nil)
-			if h.EnableDSR != tt.wantDSR || h.MaxBackendsPerLoadBalancer != 64 || h.HealthzPort != 10256 {
-				t.Errorf("HNS options %+v, want DSR %v, 64 backends per load balancer, healthz port 10256", h, tt.wantDSR)
+			// An unset limit stays 0: hnslb then takes the host's.
+			if h.EnableDSR != tt.wantDSR || h.MaxBackendsPerLoadBalancer != int(cfg.Windows.MaxBackendsPerLoadBalancer) || h.HealthzPort != 10256 {
+				t.Errorf("HNS options %+v, want DSR %v, the config's backend limit (%d), healthz port 10256", h, tt.wantDSR, cfg.Windows.MaxBackendsPerLoadBalancer)
 			}
 			if got, want := prefixStrings(h.ClusterCIDRs), prefixStrings(cfg.EffectiveClusterCIDRs()); !cmp.Equal(got, want) {
 				t.Errorf("HNS cluster CIDRs %v, want the effective ones %v", got, want)
