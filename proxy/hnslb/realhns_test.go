@@ -183,50 +183,54 @@ func orphan(t *testing.T, h *host, ports ...uint16) *hns.LoadBalancer {
 	return out
 }
 
-// TestALoadBalancerHoldingThePortIsTakenOver: the create of a frontend an
-// orphan holds fails with 0x803b0013; the holder is found and adopted (or
-// deleted when it has another shape) in the same sync, never retried in
-// a loop.
+// TestALoadBalancerHoldingThePortIsTakenOver: an orphan holding a
+// service's frontend, found by the first full sync or met by a create
+// (0x803b0013) between syncs, is adopted and corrected when it has our
+// shape, deleted otherwise, in the same sync and without a retry loop.
 func TestALoadBalancerHoldingThePortIsTakenOver(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		ports []uint16
+		name        string
+		ports       []uint16
+		atStart     bool
+		wantCreates int
 	}{
-		{"an orphan of our shape with stale backends is adopted and corrected", []uint16{80}},
-		{"an orphan with more port mappings is deleted and ours created", []uint16{80, 81}},
+		{"an orphan of our shape found at start is adopted and corrected", []uint16{80}, true, 0},
+		{"an orphan with more port mappings found at start is replaced", []uint16{80, 81}, true, 1},
+		{"an orphan of our shape met by a create is adopted and corrected", []uint16{80}, false, 1},
+		{"an orphan with more port mappings met by a create is replaced", []uint16{80, 81}, false, 2},
 	} {
-		for _, start := range []bool{true, false} {
-			name := tc.name + map[bool]string{true: " at start", false: " between syncs"}[start]
-			t.Run(name, func(t *testing.T) {
-				h := newHost(t, hostOptions{version: hnsFixedModify})
-				h.addPod(localPodIP(0))
-				h.addPod(localPodIP(1))
-				b := h.backend()
-				st := stateOf(svc(2, localEP(1)))
-				if start {
-					orphan(t, h, tc.ports...)
-				}
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t, hostOptions{version: hnsFixedModify})
+			h.addPod(localPodIP(0))
+			h.addPod(localPodIP(1))
+			b := h.backend()
+			st := stateOf(svc(2, localEP(1)))
+			mustSync(t, b, full(st))
+			orphan(t, h, tc.ports...)
+			h.sim.ResetCalls()
+			st, changed := with(st, svc(1, localEP(1)))
+			if tc.atStart {
+				b = h.backend() // an agent (re)start finds it in its first listing
 				mustSync(t, b, full(st))
-				if !start {
-					orphan(t, h, tc.ports...) // after the listing: the create conflicts
-				}
-				h.sim.ResetCalls()
-				st, changed := with(st, svc(1, localEP(1)))
-				mustSync(t, b, partial(st, changed))
-				if n := h.sim.Calls(hns.OpCreateLoadBalancer); n > 2 {
-					t.Errorf("%d creates for one frontend, want at most one conflict and one retry", n)
-				}
-				tr := h.trace(hns.FromEndpoint, localPodIP(0), "10.96.0.2", 80)
-				if got, want := seen(tr), []string{sourceVIP + " -> " + localPodIP(1) + ":8080"}; !slices.Equal(got, want) {
-					t.Errorf("the cluster IP reaches %v, want %v", got, want)
-				}
-				h.sim.ResetCalls()
-				mustSync(t, b, full(st))
-				if w := h.sim.Writes(); w != 0 {
-					t.Errorf("the next full sync wrote %v", h.sim.CallCounts())
-				}
-			})
-		}
+			} else {
+				mustSync(t, b, partial(st, changed)) // no listing: the create conflicts
+			}
+			if n := h.sim.Calls(hns.OpCreateLoadBalancer); n != tc.wantCreates {
+				t.Errorf("%d creates (%v), want %d", n, h.sim.CallCounts(), tc.wantCreates)
+			}
+			tr := h.trace(hns.FromEndpoint, localPodIP(0), "10.96.0.2", 80)
+			if got, want := seen(tr), []string{sourceVIP + " -> " + localPodIP(1) + ":8080"}; !slices.Equal(got, want) {
+				t.Errorf("the cluster IP reaches %v, want %v", got, want)
+			}
+			if lbs := h.loadBalancers(); len(lbs) != 2 {
+				t.Errorf("%d load balancers, want svc-1's and svc-2's", len(lbs))
+			}
+			h.sim.ResetCalls()
+			mustSync(t, b, full(st))
+			if w := h.sim.Writes(); w != 0 {
+				t.Errorf("the next full sync wrote %v", h.sim.CallCounts())
+			}
+		})
 	}
 }
 
