@@ -64,8 +64,7 @@ func (b *Backend) facts(ctx context.Context) (*netFacts, error) {
 		return nil, err
 	}
 	if b.opts.EnableDSR && !feat.DSR {
-		v, _ := hns.MinimumVersion("DSR")
-		return nil, fmt.Errorf("proxy.enableDSR is set but this host's HNS lacks DSR (needs HNS %s or newer)", v)
+		return nil, fmt.Errorf("proxy.enableDSR is set but this host's HNS lacks DSR (needs HNS %s)", hns.SupportedVersions(hns.FeatureDSR))
 	}
 	return newNetFacts(local, b.network.Remotes(), b.opts.ClusterCIDRs, feat), nil
 }
