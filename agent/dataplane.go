@@ -37,6 +37,9 @@ type dataplane struct {
 	podEgress func(ctx context.Context, local *overlay.LocalNetwork) error
 	// dump reads what the dataplane holds, for the local API.
 	dump func(ctx context.Context) ([]status.Section, error)
+	// hnsStatus, on HNS dataplanes, reads the host's HNS version and
+	// build for the local API.
+	hnsStatus func(ctx context.Context) *status.HNSStatus
 	// healthCheckPorts is false where the proxy's health-check node ports
 	// must not open real listeners (the simulator).
 	healthCheckPorts bool

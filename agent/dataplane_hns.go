@@ -24,6 +24,8 @@ type hnsParts struct {
 	hns      hns.Interface
 	routes   hostroute.Interface
 	adapters func(context.Context) ([]hnsnet.Adapter, error) // nil: the host's
+	// simulated marks the simulator, for the local API.
+	simulated bool
 }
 
 // buildHNS builds the Windows dataplane over parts: hnsnet for the
@@ -46,7 +48,10 @@ func buildHNS(parts hnsParts, in buildInputs) (*dataplane, error) {
 		newBackend: func(b backendInputs) (proxy.Backend, error) {
 			return newHNSBackend(h, b)
 		},
-		dump:             func(ctx context.Context) ([]status.Section, error) { return dumpHNS(ctx, h) },
+		dump: func(ctx context.Context) ([]status.Section, error) { return dumpHNS(ctx, h) },
+		hnsStatus: func(ctx context.Context) *status.HNSStatus {
+			return status.ReadHNS(ctx, h, int(in.cfg.Windows.MaxBackendsPerLoadBalancer), parts.simulated)
+		},
 		healthCheckPorts: true,
 		close:            func() {},
 	}, nil

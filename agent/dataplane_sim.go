@@ -43,9 +43,10 @@ func buildSim(ctx context.Context, in buildInputs) (*dataplane, error) {
 	}
 	sim := hns.NewSimulator(hns.SimulatorOptions{Version: version, HostAdapters: []hns.HostAdapter{hostAdapter}})
 	dp, err := buildHNS(hnsParts{
-		hns:      sim,
-		routes:   hostroute.NewFake(),
-		adapters: func(context.Context) ([]hnsnet.Adapter, error) { return []hnsnet.Adapter{adapter}, nil },
+		hns:       sim,
+		simulated: true,
+		routes:    hostroute.NewFake(),
+		adapters:  func(context.Context) ([]hnsnet.Adapter, error) { return []hnsnet.Adapter{adapter}, nil },
 	}, in)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ import (
 var _ status.Provider = (*Agent)(nil)
 
 // Status implements status.Provider.
-func (a *Agent) Status(context.Context) status.Status {
+func (a *Agent) Status(ctx context.Context) status.Status {
 	a.mu.Lock()
 	rt := a.rt
 	a.mu.Unlock()
@@ -66,6 +66,9 @@ func (a *Agent) Status(context.Context) status.Status {
 		if s := p.State(); s != nil {
 			st.Proxy.ServicePorts = len(s.ServicePorts)
 		}
+	}
+	if rt.dp != nil && rt.dp.hnsStatus != nil {
+		st.HNS = rt.dp.hnsStatus(ctx)
 	}
 	if h := rt.health; h != nil {
 		healthy, last := h.Health()

@@ -33,6 +33,37 @@ type Status struct {
 	Network   NetworkStatus `json:"network"`
 	CNI       CNIStatus     `json:"cni"`
 	Proxy     ProxyStatus   `json:"proxy"`
+	// HNS is the host's HNS: set on the hns and sim dataplanes.
+	HNS *HNSStatus `json:"hns,omitempty"`
+}
+
+// HNSStatus is the host's HNS and what nodenet uses of it.
+type HNSStatus struct {
+	// Simulated is true on --dataplane=sim.
+	Simulated bool `json:"simulated,omitempty"`
+	// Version is the HNS version ("15.5"); empty when it could not be
+	// read, with Error saying why (HNS restarting, say).
+	Version string `json:"version,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// WindowsBuild is the host's build ("17763.2746").
+	WindowsBuild string `json:"windowsBuild,omitempty"`
+	// Features are the HNS features nodenet decides on, each with the
+	// HNS versions that have it.
+	Features []HNSFeature `json:"features,omitempty"`
+	// HostMaxBackendsPerLoadBalancer is what the host's build takes;
+	// MaxBackendsPerLoadBalancer what the proxy applies (the config's
+	// windows.maxBackendsPerLoadBalancer when set, else the host's).
+	HostMaxBackendsPerLoadBalancer int `json:"hostMaxBackendsPerLoadBalancer,omitempty"`
+	MaxBackendsPerLoadBalancer     int `json:"maxBackendsPerLoadBalancer,omitempty"`
+}
+
+// HNSFeature is one HNS feature on this host.
+type HNSFeature struct {
+	// Name is the hns.Feature ("ModifyLoadbalancer").
+	Name      string `json:"name"`
+	Supported bool   `json:"supported"`
+	// Versions are the HNS versions that have it ("9.3–9.x or ≥ 10.2").
+	Versions string `json:"versions"`
 }
 
 // NetworkStatus is the node network part.

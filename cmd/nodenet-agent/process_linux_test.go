@@ -147,6 +147,11 @@ cni:
 		if st.Dataplane != "sim" || st.Proxy.Backend != "hns" || !st.Proxy.DSR || st.Proxy.Syncs < 1 || st.Proxy.ServicePorts != 1 {
 			t.Errorf("status proxy %+v, want the hns backend with DSR, synced, 1 service port", st.Proxy)
 		}
+		// The simulator's default host: Windows Server 2025 with the
+		// ModifyLoadBalancer fix (hns.VersionDefault).
+		if h := st.HNS; h == nil || !h.Simulated || h.Version != "15.5" || h.WindowsBuild != "26100.0" || h.MaxBackendsPerLoadBalancer != 1024 || len(h.Features) != 7 {
+			t.Errorf("status hns %+v, want the simulated HNS 15.5 on build 26100.0 with 1024 backends and 7 features", h)
+		}
 		svcs, err := c.Services(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -23,7 +23,10 @@
 // status shows the network, CNI and proxy with their readiness and sync
 // ages; services the service ports programmed on this node with their
 // backends; dump what the dataplane holds; doctor checks that the config,
-// conflist, network, proxy and Node agree and says what to fix.
+// conflist, network, proxy and Node agree and says what to fix, and on
+// Windows reports the HNS version and Windows build, which HNS features
+// nodenet uses and which it does without (with the HNS versions that have
+// them), and the backends per load balancer.
 //
 // Exit status: 0 on success, 1 when a config has errors, the agent can't be
 // reached or a doctor check fails, 2 on a usage error. The logic lives in

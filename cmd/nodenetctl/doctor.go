@@ -28,7 +28,10 @@ const doctorUsage = `Usage: nodenetctl doctor [--kubeconfig FILE] [flags]
   the agent answers; its network is ready; the CNI conflist on disk is the
   one the runtime loads and matches the agent's network and socket; the
   CNI socket exists; the proxy runs, is healthy and synced recently; DSR
-  suits the dataplane. With --kubeconfig, also this Node's flannel
+  suits the dataplane. On Windows (and the simulator): the host's HNS
+  version and Windows build, which HNS features nodenet uses and which it
+  does without (with the HNS versions that have them), and the backends
+  per load balancer. With --kubeconfig, also this Node's flannel
   annotations and NetworkUnavailable condition, and that every peer uses
   the same backend and VNI. Each check prints "ok" or "FAIL: ... → fix:
   ..."; the exit status is 1 when one fails.
@@ -157,6 +160,7 @@ func diagnose(ctx context.Context, client *status.Client, opts doctorOptions) []
 	}
 	checks = append(checks, checkConflist(st)...)
 	checks = append(checks, checkProxy(st, opts), checkSettings(st))
+	checks = append(checks, checkHNS(st)...)
 	if opts.kube == nil {
 		return append(checks, check{Name: "node", Result: resultSkip, Detail: "pass --kubeconfig to check this Node and its peers in the API server"})
 	}
