@@ -53,7 +53,9 @@ func networkMatrix(t *testing.T) []networkRow {
 	return rows
 }
 
-func (r networkRow) name() string { return r.release.Name + " (HNS " + r.release.Version.String() + ")" }
+func (r networkRow) name() string {
+	return r.release.Name + " (HNS " + r.release.Version.String() + ")"
+}
 
 // An overlay network gets its HostRoute policy and a remote subnet route
 // per peer on every release, and a pod's packet to a remote pod leaves
