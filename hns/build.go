@@ -67,22 +67,22 @@ func MaxBackendsPerLoadBalancer(b OSBuild) int {
 }
 
 // Release is a Windows Server release as nodenet models it: the HNS
-// version it reports, its build, and where the version figure comes from.
+// version it reports and its build (each cited at its constant).
 type Release struct {
 	Name    string
 	Version Version
 	Build   OSBuild
-	Source  string
 }
 
 // Releases are the Windows Server releases nodenet models, oldest first;
-// the version matrix tests and docs/hns-versions.md use the same list.
+// the version matrix tests and docs/hns-versions.md (with each row's
+// source) use the same list.
 var Releases = []Release{
-	{"Windows Server 2019", VersionWS2019, BuildWS2019, "kubernetes issue 93304"},
-	{"Windows Server 2019, patched", VersionWS2019Patched, BuildWS2019Patched, "kubernetes PR 137530"},
-	{"Windows Server 2022", VersionWS2022, BuildWS2022, "modelled range " + WS2022Range.String()},
-	{"Windows Server 2025", VersionWS2025, BuildWS2025, "kubernetes issue 131466"},
-	{"Windows Server 2025, patched", VersionWS2025Patched, BuildWS2025, "kubernetes PR 131506"},
+	{"Windows Server 2019", VersionWS2019, BuildWS2019},
+	{"Windows Server 2019, patched", VersionWS2019Patched, BuildWS2019Patched},
+	{"Windows Server 2022", VersionWS2022, BuildWS2022},
+	{"Windows Server 2025", VersionWS2025, BuildWS2025},
+	{"Windows Server 2025, patched", VersionWS2025Patched, BuildWS2025},
 }
 
 // BuildFor returns the build a simulated host reporting HNS v is given
