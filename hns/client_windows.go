@@ -5,6 +5,7 @@ package hns
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/Microsoft/hnslib/hcn"
 )
@@ -12,7 +13,39 @@ import (
 // client is Interface over github.com/Microsoft/hnslib/hcn. It is the only
 // code that imports hcn: each method converts our types to hcn's through
 // their shared JSON schema, calls hcn, and classifies the error.
-type client struct{}
+type client struct {
+	// version keeps what HNS reported (nil: nothing kept).
+	version *versionCache
+}
+
+// versionCache keeps the HNS version once HNS has answered, so the
+// in-place update check costs no HNS call: it changes only with a Windows
+// update (kube-proxy reads it once at start). A failed probe (HNS
+// restarting, kubernetes issue 139519) is never kept, unlike hcn's
+// GetCachedSupportedFeatures, which keeps its first answer whatever it was.
+type versionCache struct {
+	mu sync.Mutex
+	v  Version
+	ok bool
+}
+
+func (c *versionCache) get() (Version, bool) {
+	if c == nil {
+		return Version{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v, c.ok
+}
+
+func (c *versionCache) set(v Version) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.v, c.ok = v, true
+}
 
 // NewClient returns the real HNS client. It fails when the host's HNS does
 // not speak the v2 API.
@@ -20,7 +53,7 @@ func NewClient() (Interface, error) {
 	if err := hcn.V2ApiSupported(); err != nil {
 		return nil, classify(OpVersion, "", err)
 	}
-	return client{}, nil
+	return client{version: &versionCache{}}, nil
 }
 
 // classify turns an hcn error into an *Error with the right kind.
@@ -348,6 +381,7 @@ func (c client) UpdateLoadBalancer(ctx context.Context, id string, lb *LoadBalan
 	// Our own check, not hcn.ModifyLoadbalancerSupported: that one caches
 	// its first answer, a failed version probe included, for the life of
 	// the process (hnslib hcn/hcnsupport.go GetCachedSupportedFeatures).
+	// Version asks HNS only until it has answered once.
 	v, err := c.Version(ctx)
 	if err != nil {
 		return nil, err
@@ -396,15 +430,20 @@ func (client) DeleteLoadBalancer(ctx context.Context, id string) error {
 	return classify(OpDeleteLoadBalancer, id, (&hcn.HostComputeLoadBalancer{Id: id}).Delete())
 }
 
-func (client) Version(ctx context.Context) (Version, error) {
+func (c client) Version(ctx context.Context) (Version, error) {
 	if err := ctxErr(ctx, OpVersion, ""); err != nil {
 		return Version{}, err
+	}
+	if v, ok := c.version.get(); ok {
+		return v, nil
 	}
 	g, err := hcn.GetGlobals()
 	if err != nil {
 		return Version{}, classify(OpVersion, "", err)
 	}
-	return Version{Major: g.Version.Major, Minor: g.Version.Minor}, nil
+	v := Version{Major: g.Version.Major, Minor: g.Version.Minor}
+	c.version.set(v)
+	return v, nil
 }
 
 func (c client) Features(ctx context.Context) (Features, error) {

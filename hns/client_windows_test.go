@@ -634,3 +634,24 @@ func TestClientReadsTheUpdateRevision(t *testing.T) {
 		t.Errorf("without UBR: OSBuild = %s, %v; want revision 0", b, err)
 	}
 }
+
+// A failed version probe is not kept: the next call asks HNS again (under
+// Wine HNS is absent, so both fail); an answer, once there, is kept.
+func TestClientKeepsOnlyAnAnsweredVersion(t *testing.T) {
+	if !underWine() {
+		t.Skip("needs HNS to be absent: only under Wine")
+	}
+	c := client{version: &versionCache{}}
+	for i := range 2 {
+		if _, err := c.Version(context.Background()); err == nil {
+			t.Fatalf("call %d: Version answered without HNS", i+1)
+		}
+		if _, ok := c.version.get(); ok {
+			t.Fatalf("call %d: a failed probe was kept", i+1)
+		}
+	}
+	c.version.set(Version{Major: 15, Minor: 5})
+	if v, err := c.Version(context.Background()); err != nil || v != (Version{Major: 15, Minor: 5}) {
+		t.Errorf("Version = %s, %v; want the kept 15.5 without asking HNS", v, err)
+	}
+}
