@@ -53,6 +53,16 @@ func networkMatrix(t *testing.T) []networkRow {
 	return rows
 }
 
+// mustNetwork returns the HNS network id of h.
+func mustNetwork(t *testing.T, h *host, id string) *hns.Network {
+	t.Helper()
+	nw, err := h.sim.GetNetworkByID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nw
+}
+
 func (r networkRow) name() string {
 	return r.release.Name + " (HNS " + r.release.Version.String() + ")"
 }
@@ -67,10 +77,7 @@ func TestVersionMatrixOverlay(t *testing.T) {
 			n := h.agent(t)
 			ln := mustEnsure(t, n, overlaySpec())
 			mustSync(t, n, remotes(2))
-			nw, err := h.sim.GetNetworkByID(ctx, ln.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nw := mustNetwork(t, h, ln.ID)
 			if !slices.ContainsFunc(nw.Policies, func(p hns.NetworkPolicy) bool { return p.Type == hns.NetworkPolicyHostRoute }) {
 				t.Errorf("no HostRoute policy on HNS %s", row.release.Version)
 			}
@@ -117,10 +124,7 @@ func TestVersionMatrixVXLANPort(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			nw, err := h.sim.GetNetworkByID(ctx, ln.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nw := mustNetwork(t, h, ln.ID)
 			if !slices.ContainsFunc(nw.Policies, func(p hns.NetworkPolicy) bool { return p.VxlanPort != nil && p.VxlanPort.Port == 4790 }) {
 				t.Errorf("no VxlanPort 4790 policy: %+v", nw.Policies)
 			}
@@ -155,10 +159,7 @@ func TestVersionMatrixL2BridgeDualStack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			nw, err := h.sim.GetNetworkByID(ctx, ln.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			nw := mustNetwork(t, h, ln.ID)
 			if got := subnetList(nw, hns.NetworkTypeL2Bridge); !strings.Contains(got, "fd00:10:244:1::/64") {
 				t.Errorf("subnets %s, want the IPv6 pod CIDR too", got)
 			}

@@ -58,6 +58,15 @@ func versionMatrix(t *testing.T) []matrixRow {
 
 func (r matrixRow) name() string { return r.release.Name + " (HNS " + r.release.Version.String() + ")" }
 
+// host is an overlay host of the row's release with local pods 0..pods-1.
+func (r matrixRow) host(t *testing.T, pods int) *host {
+	h := newHost(t, hostOptions{version: r.release.Version})
+	for i := range pods {
+		h.addPod(localPodIP(i))
+	}
+	return h
+}
+
 func TestVersionMatrixFeatures(t *testing.T) {
 	for _, row := range versionMatrix(t) {
 		t.Run(row.name(), func(t *testing.T) {
@@ -77,9 +86,7 @@ func TestVersionMatrixFeatures(t *testing.T) {
 func TestVersionMatrixTraces(t *testing.T) {
 	for _, row := range versionMatrix(t) {
 		t.Run(row.name(), func(t *testing.T) {
-			h := newHost(t, hostOptions{version: row.release.Version})
-			h.addPod(localPodIP(0))
-			h.addPod(localPodIP(1))
+			h := row.host(t, 2)
 			mustSync(t, h.backend(withDSR), full(stateOf(nodePort(svc(1, localEP(1), podEP(2, 0)), 30001, true))))
 
 			for _, c := range []struct {
@@ -116,10 +123,7 @@ func TestVersionMatrixTraces(t *testing.T) {
 func TestVersionMatrixEndpointChange(t *testing.T) {
 	for _, row := range versionMatrix(t) {
 		t.Run(row.name(), func(t *testing.T) {
-			h := newHost(t, hostOptions{version: row.release.Version})
-			h.addPod(localPodIP(0))
-			h.addPod(localPodIP(1))
-			h.addPod(localPodIP(2))
+			h := row.host(t, 3)
 			b := h.backend(withDSR)
 			st := stateOf(svc(1, localEP(1)))
 			mustSync(t, b, full(st))
@@ -153,10 +157,7 @@ func TestVersionMatrixEndpointChange(t *testing.T) {
 func TestVersionMatrixSessionAffinity(t *testing.T) {
 	for _, row := range versionMatrix(t) {
 		t.Run(row.name(), func(t *testing.T) {
-			h := newHost(t, hostOptions{version: row.release.Version})
-			h.addPod(localPodIP(0))
-			h.addPod(localPodIP(1))
-			h.addPod(localPodIP(2))
+			h := row.host(t, 3)
 			ev := newEvents()
 			b := h.backend(func(o *Options) { o.Recorder = ev })
 			sp := svc(1, localEP(1), localEP(2))
@@ -233,7 +234,7 @@ func TestVersionMatrixDualStack(t *testing.T) {
 func TestVersionMatrixBackendLimit(t *testing.T) {
 	for _, row := range versionMatrix(t) {
 		t.Run(row.name(), func(t *testing.T) {
-			h := newHost(t, hostOptions{version: row.release.Version})
+			h := row.host(t, 0)
 			var eps []proxy.Endpoint
 			for j := range 70 {
 				eps = append(eps, podEP(2+j%3, j/3))
