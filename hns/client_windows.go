@@ -47,13 +47,25 @@ func (c *versionCache) set(v Version) {
 	c.v, c.ok = v, true
 }
 
+// minV2API is the first HNS version with the v2 API (hnslib
+// hcn/hcnglobals.go, V2ApiSupport: 9.2 and later).
+var minV2API = Version{Major: 9, Minor: 2}
+
 // NewClient returns the real HNS client. It fails when the host's HNS does
-// not speak the v2 API.
+// not speak the v2 API, or cannot be asked (a transient error while HNS
+// restarts). It asks HNS itself rather than hcn.V2ApiSupported, which keeps
+// its first answer, a failure included, for the life of the process.
 func NewClient() (Interface, error) {
-	if err := hcn.V2ApiSupported(); err != nil {
-		return nil, classify(OpVersion, "", err)
+	c := client{version: &versionCache{}}
+	v, err := c.Version(context.Background())
+	if err != nil {
+		return nil, err
 	}
-	return client{version: &versionCache{}}, nil
+	if v.Less(minV2API) {
+		return nil, &Error{Op: OpVersion, Kind: KindNotSupported,
+			Msg: "HNS " + v.String() + " lacks the v2 API (needs " + minV2API.String() + " or newer)"}
+	}
+	return c, nil
 }
 
 // classify turns an hcn error into an *Error with the right kind.
@@ -63,7 +75,7 @@ func classify(op Op, object string, err error) error {
 	}
 	for _, c := range errorCodeKinds {
 		if hcn.CheckErrorWithCode(err, hcn.ErrorCode(c.code)) {
-			return &Error{Op: op, Kind: c.kind, Object: object, Msg: c.name, Err: err}
+			return &Error{Op: op, Kind: c.kind, Object: object, Msg: c.name, Code: c.code, Err: err}
 		}
 	}
 	if hcn.IsNotFoundError(err) {

@@ -507,8 +507,8 @@ func TestClassifyRealHCNErrors(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("DeleteNetwork = %T %v, want *Error", err, err)
 			}
-			if e.Kind != c.kind || e.Msg != c.name {
-				t.Errorf("classified as %v %q, want %v %q (hcn error: %v)", e.Kind, e.Msg, c.kind, c.name, hcnErr)
+			if e.Kind != c.kind || e.Msg != c.name || e.Code != c.code {
+				t.Errorf("classified as %v %q code 0x%X, want %v %q code 0x%X (hcn error: %v)", e.Kind, e.Msg, e.Code, c.kind, c.name, c.code, hcnErr)
 			}
 		})
 	}

@@ -81,3 +81,14 @@ func TestMirrorMatchesHnslib(t *testing.T) {
 		t.Errorf("the mirror has %d features, AllFeatures %d", len(mirrorRanges), len(AllFeatures))
 	}
 }
+
+// TestMinV2APIIsHnslibs keeps NewClient's v2 API check equal to hnslib's
+// V2ApiSupport range.
+func TestMinV2APIIsHnslibs(t *testing.T) {
+	for _, v := range versionGrid() {
+		want := hnslibSupports(hcn.Version{Major: v.Major, Minor: v.Minor}, hcn.V2ApiSupport)
+		if got := !v.Less(minV2API); got != want {
+			t.Errorf("HNS %s: NewClient says v2 %v, hnslib says %v", v, got, want)
+		}
+	}
+}
