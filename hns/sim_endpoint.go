@@ -57,7 +57,7 @@ func (s *Simulator) validateEndpoint(n *Network, ep *Endpoint) error {
 			return newError(op, KindInvalid, label, "%q is not an IP address", ipc.IpAddress)
 		}
 		if addr.Is6() && !s.features.IPv6DualStack {
-			return newError(op, KindNotSupported, label, "IPv6 endpoint %s needs HNS %s (host has %s)", addr, minVersion("IPv6DualStack"), s.opts.Version)
+			return newError(op, KindNotSupported, label, "IPv6 endpoint %s needs HNS %s (host has %s)", addr, SupportedVersions(FeatureIPv6DualStack), s.opts.Version)
 		}
 		// Local endpoints take addresses from the network's subnets; remote
 		// ones stand for pods and nodes elsewhere, outside them.

@@ -134,10 +134,10 @@ func (s *Simulator) validateLoadBalancer(op Op, self string, lb *LoadBalancer) e
 
 func (s *Simulator) validateLBFlags(op Op, label string, lb *LoadBalancer) error {
 	if lb.Flags&LoadBalancerFlagsDSR != 0 && !s.features.DSR {
-		return newError(op, KindNotSupported, label, "DSR needs HNS %s (host has %s)", minVersion("DSR"), s.opts.Version)
+		return newError(op, KindNotSupported, label, "DSR needs HNS %s (host has %s)", SupportedVersions(FeatureDSR), s.opts.Version)
 	}
 	if lb.Flags&LoadBalancerFlagsIPv6 != 0 && !s.features.IPv6DualStack {
-		return newError(op, KindNotSupported, label, "IPv6 load balancers need HNS %s (host has %s)", minVersion("IPv6DualStack"), s.opts.Version)
+		return newError(op, KindNotSupported, label, "IPv6 load balancers need HNS %s (host has %s)", SupportedVersions(FeatureIPv6DualStack), s.opts.Version)
 	}
 	if lb.Flags&^(LoadBalancerFlagsDSR|LoadBalancerFlagsIPv6) != 0 {
 		return newError(op, KindInvalid, label, "unknown load balancer flags %#x", uint32(lb.Flags))
@@ -159,7 +159,7 @@ func (s *Simulator) validateLBFlags(op Op, label string, lb *LoadBalancer) error
 		case DistributionNone:
 		case DistributionSourceIP, DistributionSourceIPProtocol:
 			if !s.features.SessionAffinity {
-				return newError(op, KindNotSupported, label, "session affinity needs HNS %s (host has %s)", minVersion("SessionAffinity"), s.opts.Version)
+				return newError(op, KindNotSupported, label, "session affinity needs HNS %s (host has %s)", SupportedVersions(FeatureSessionAffinity), s.opts.Version)
 			}
 		default:
 			return newError(op, KindInvalid, label, "unknown distribution type %d", pm.DistributionType)

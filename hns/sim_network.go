@@ -112,7 +112,7 @@ func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
 	// Feature gates here and below follow hnslib's version ranges
 	// (hcn/hcnglobals.go, FeaturesFor).
 	if pfx.Addr().Is6() && !s.features.IPv6DualStack {
-		return newError(op, KindNotSupported, n.Name, "IPv6 subnet %s needs HNS %s (host has %s)", pfx, minVersion("IPv6DualStack"), s.opts.Version)
+		return newError(op, KindNotSupported, n.Name, "IPv6 subnet %s needs HNS %s (host has %s)", pfx, SupportedVersions(FeatureIPv6DualStack), s.opts.Version)
 	}
 	// hcn refuses, before HNS sees it, a subnet with an address prefix
 	// whose routes lack a next hop or a default route (0.0.0.0/0 or ::/0):
@@ -170,7 +170,7 @@ func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) er
 		}
 	case NetworkPolicyRemoteSubnetRoute:
 		if !s.features.RemoteSubnet {
-			return newError(op, KindNotSupported, n.Name, "RemoteSubnetRoute needs HNS %s (host has %s)", minVersion("RemoteSubnet"), s.opts.Version)
+			return newError(op, KindNotSupported, n.Name, "RemoteSubnetRoute needs HNS %s (host has %s)", SupportedVersions(FeatureRemoteSubnet), s.opts.Version)
 		}
 		if n.Type != NetworkTypeOverlay {
 			return newError(op, KindInvalid, n.Name, "RemoteSubnetRoute is only valid on Overlay networks")
@@ -178,14 +178,14 @@ func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) er
 		return validateRemoteSubnetRoute(op, n.Name, p.RemoteSubnetRoute)
 	case NetworkPolicyVxlanPort:
 		if !s.features.VxlanPort {
-			return newError(op, KindNotSupported, n.Name, "VxlanPort needs HNS %s (host has %s)", minVersion("VxlanPort"), s.opts.Version)
+			return newError(op, KindNotSupported, n.Name, "VxlanPort needs HNS %s (host has %s)", SupportedVersions(FeatureVxlanPort), s.opts.Version)
 		}
 		if p.VxlanPort == nil || p.VxlanPort.Port == 0 {
 			return newError(op, KindInvalid, n.Name, "VxlanPort needs a port")
 		}
 	case NetworkPolicyHostRoute:
 		if !s.features.HostRoute {
-			return newError(op, KindNotSupported, n.Name, "HostRoute needs HNS %s (host has %s)", minVersion("HostRoute"), s.opts.Version)
+			return newError(op, KindNotSupported, n.Name, "HostRoute needs HNS %s (host has %s)", SupportedVersions(FeatureHostRoute), s.opts.Version)
 		}
 	case NetworkPolicyProviderAddress:
 		if _, err := netip.ParseAddr(p.ProviderAddress.ProviderAddress); err != nil {
@@ -227,11 +227,6 @@ func validMAC(s string) bool {
 		}
 	}
 	return true
-}
-
-func minVersion(feature string) string {
-	v, _ := MinimumVersion(feature)
-	return v.String()
 }
 
 func (s *Simulator) adapter(name string) *HostAdapter {

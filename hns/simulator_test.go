@@ -98,7 +98,7 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 			do: func(t *testing.T, h *overlayHost) error {
 				return h.sim.AddNetworkPolicies(ctx, h.net.ID, []NetworkPolicy{{Type: NetworkPolicyVxlanPort, VxlanPort: &VxlanPortPolicy{Port: 8472}}})
 			},
-			want: KindNotSupported, wantMsg: "VxlanPort needs HNS 10.3",
+			want: KindNotSupported, wantMsg: "VxlanPort needs HNS ≥ 10.3",
 		},
 		{
 			name: "a second remote subnet route for the same prefix is refused",
@@ -222,7 +222,7 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 			name: "DSR on an HNS older than DSR support is refused",
 			opts: SimulatorOptions{Version: Version{9, 2}},
 			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.Flags = LoadBalancerFlagsDSR }),
-			want: KindNotSupported, wantMsg: "DSR needs HNS 10.2 (host has 9.2)",
+			want: KindNotSupported, wantMsg: "DSR needs HNS 9.3–9.x or ≥ 10.2 (host has 9.2)",
 		},
 		{
 			name: "DSR on Windows Server 2019 is accepted",
@@ -233,7 +233,7 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 			name: "session affinity below HNS 12.0 is refused",
 			opts: SimulatorOptions{Version: VersionWS2019},
 			do:   createClusterIPLB(func(lb *LoadBalancer) { lb.PortMappings[0].DistributionType = DistributionSourceIP }),
-			want: KindNotSupported, wantMsg: "session affinity needs HNS 12.0 (host has 9.3)",
+			want: KindNotSupported, wantMsg: "session affinity needs HNS ≥ 12.0 (host has 9.3)",
 		},
 		{
 			name: "session affinity on HNS 12.0 is accepted",
