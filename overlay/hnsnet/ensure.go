@@ -38,16 +38,8 @@ func (n *Network) EnsureLocal(ctx context.Context, spec overlay.LocalSpec) (*ove
 	if err != nil {
 		return nil, err
 	}
-	if p.netType == hns.NetworkTypeOverlay && p.port != DefaultVXLANPort {
-		feat, err := n.hns.Features(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read HNS features: %w", err)
-		}
-		if !feat.VxlanPort {
-			v, _ := hns.MinimumVersion("VxlanPort")
-			return nil, &overlay.SpecError{Field: "network.vxlan.port",
-				Reason: fmt.Sprintf("this host's HNS cannot use VXLAN port %d (needs HNS %s or newer); use %d", p.port, v, DefaultVXLANPort)}
-		}
+	if err := n.checkHostFeatures(ctx, p); err != nil {
+		return nil, err
 	}
 	want := p.desiredNetwork(up.Name)
 	nw, err := n.ensureNetwork(ctx, p, want)
@@ -243,5 +235,33 @@ func (n *Network) ensureHostRoute(ctx context.Context, nw *hns.Network) error {
 		return fmt.Errorf("add the HostRoute policy to HNS network %q: %w", nw.Name, err)
 	}
 	nw.Policies = append(nw.Policies, policy)
+	return nil
+}
+
+// checkHostFeatures refuses, before anything is created, what this host's
+// HNS version cannot do (hnslib's ranges, hns.FeaturesFor): a VXLAN port
+// other than 4789, an IPv6 pod CIDR without dual-stack. Real HNS would
+// refuse the network with a bare HRESULT; the operator gets the field.
+func (n *Network) checkHostFeatures(ctx context.Context, p *plan) error {
+	ipv6 := false
+	for _, c := range p.cidrs {
+		ipv6 = ipv6 || c.Addr().Is6()
+	}
+	customPort := p.netType == hns.NetworkTypeOverlay && p.port != DefaultVXLANPort
+	if !customPort && !ipv6 {
+		return nil
+	}
+	feat, err := n.hns.Features(ctx)
+	if err != nil {
+		return fmt.Errorf("read HNS features: %w", err)
+	}
+	if customPort && !feat.VxlanPort {
+		return &overlay.SpecError{Field: "network.vxlan.port",
+			Reason: fmt.Sprintf("this host's HNS cannot use VXLAN port %d (needs HNS %s); use %d", p.port, hns.SupportedVersions(hns.FeatureVxlanPort), DefaultVXLANPort)}
+	}
+	if ipv6 && !feat.IPv6DualStack {
+		return &overlay.SpecError{Field: "node.spec.podCIDRs",
+			Reason: fmt.Sprintf("this host's HNS has no IPv6 dual-stack (needs HNS %s); give the node an IPv4 pod CIDR only", hns.SupportedVersions(hns.FeatureIPv6DualStack))}
+	}
 	return nil
 }

@@ -134,7 +134,7 @@ func TestVersionMatrixVXLANPort(t *testing.T) {
 
 // l2bridge with an IPv6 pod CIDR: an IPv6 subnet where HNS has dual-stack
 // (11.10 on), and the node reaches its pod over both families; elsewhere
-// the network is refused naming 11.10, and nothing is created.
+// the spec is refused before any HNS write, naming 11.10.
 func TestVersionMatrixL2BridgeDualStack(t *testing.T) {
 	for _, row := range networkMatrix(t) {
 		t.Run(row.name(), func(t *testing.T) {
@@ -148,8 +148,12 @@ func TestVersionMatrixL2BridgeDualStack(t *testing.T) {
 			spec.NodeIPv6 = netip.MustParseAddr("fd00:77::11")
 			ln, err := h.agent(t).EnsureLocal(ctx, spec)
 			if !row.ipv6 {
-				if err == nil || !strings.Contains(err.Error(), "11.10") {
-					t.Fatalf("err = %v, want a refusal naming HNS 11.10", err)
+				var se *overlay.SpecError
+				if !errors.As(err, &se) || se.Field != "node.spec.podCIDRs" || !strings.Contains(err.Error(), "11.10") {
+					t.Fatalf("err = %v, want a spec error on node.spec.podCIDRs naming HNS 11.10", err)
+				}
+				if n := h.sim.Calls(hns.OpCreateNetwork); n != 0 {
+					t.Errorf("%d CreateNetwork calls, want none: the version is checked first", n)
 				}
 				if nws, _ := h.sim.ListNetworks(ctx); len(nws) != 0 {
 					t.Errorf("networks left: %+v", nws)
