@@ -7,7 +7,10 @@ import (
 	"strings"
 )
 
-// CreateEndpoint implements Interface.
+// CreateEndpoint implements Interface. hnslib creates an endpoint on its
+// network (hcn/hcnnetwork.go CreateEndpoint, CreateRemoteEndpoint): an
+// unknown network is winerror.h HCN_E_NETWORK_NOT_FOUND ("The network was
+// not found", Microsoft Learn "HCN Error Code").
 func (s *Simulator) CreateEndpoint(ctx context.Context, ep *Endpoint) (*Endpoint, error) {
 	var out *Endpoint
 	err := s.call(ctx, OpCreateEndpoint, endpointLabel(ep), func() error {
@@ -21,7 +24,10 @@ func (s *Simulator) CreateEndpoint(ctx context.Context, ep *Endpoint) (*Endpoint
 		c := cloneEndpoint(ep)
 		c.ID = s.newID(idEndpoint)
 		c.HostComputeNetwork = n.ID
-		c.HostComputeNamespace = "" // set by AddNamespaceEndpoint only
+		// Read only: hnslib's HostComputeEndpoint.Create refuses a
+		// request that sets it (hcn/hcnendpoint.go); AddNamespaceEndpoint
+		// sets it.
+		c.HostComputeNamespace = ""
 		if c.MacAddress == "" {
 			c.MacAddress = s.newMAC()
 		}
@@ -48,19 +54,33 @@ func endpointLabel(ep *Endpoint) string {
 // validateEndpoint applies HNS's endpoint rules; s.mu held.
 func (s *Simulator) validateEndpoint(n *Network, ep *Endpoint) error {
 	op, label := OpCreateEndpoint, endpointLabel(ep)
+	// unsourced: refusing an endpoint without an address. HNS keeps
+	// endpoints with none (kube-proxy winkernel skips them when listing:
+	// pkg/proxy/winkernel/hns.go getAllEndpointsByNetwork, "No
+	// IpConfigurations found"), and may allocate one from the subnet.
+	// Kept because nodenet always gives one (static IPAM, flannel-style)
+	// and the tracer and load balancers need an endpoint's address.
 	if len(ep.IpConfigurations) == 0 {
 		return newError(op, KindInvalid, label, "an endpoint needs an IP configuration")
 	}
 	for _, ipc := range ep.IpConfigurations {
+		// hcn.IpConfig.IpAddress; hnslib names the answer to a bad one
+		// (hcn/hcnerrors.go HCN_E_INVALID_IP, winerror.h).
 		addr, err := netip.ParseAddr(ipc.IpAddress)
 		if err != nil {
 			return newError(op, KindInvalid, label, "%q is not an IP address", ipc.IpAddress)
 		}
+		// hnslib's IPv6DualStack range (hcn/hcnglobals.go, FeaturesFor).
 		if addr.Is6() && !s.features.IPv6DualStack {
 			return newError(op, KindNotSupported, label, "IPv6 endpoint %s needs HNS %s (host has %s)", addr, SupportedVersions(FeatureIPv6DualStack), s.opts.Version)
 		}
-		// Local endpoints take addresses from the network's subnets; remote
-		// ones stand for pods and nodes elsewhere, outside them.
+		// Local endpoints take addresses from the network's subnets
+		// (winerror.h HCN_E_SUBNET_NOT_FOUND, "The network does not have a
+		// subnet for this endpoint", Microsoft Learn "HCN Error Code"; the
+		// simulator reports it as KindInvalid); remote ones stand for pods
+		// and nodes elsewhere, outside them (kube-proxy winkernel creates
+		// them with only an IP and a ProviderAddress policy:
+		// pkg/proxy/winkernel/hns.go createEndpoint).
 		if !ep.IsRemote() && !networkContains(n, addr) {
 			return newError(op, KindInvalid, label, "%s is outside the subnets of network %s", addr, n.Name)
 		}
@@ -69,12 +89,17 @@ func (s *Simulator) validateEndpoint(n *Network, ep *Endpoint) error {
 		// CNI creates the local endpoint for a reused pod IP while the
 		// proxy's stale remote endpoint for it is still there; PR 131138 /
 		// issue 130963: kube-proxy must tell the two apart). No source says
-		// a later HNS refuses it, so every version accepts it here. Two of
-		// the same kind stay refused.
+		// a later HNS refuses it, so every version accepts it here.
+		// unsourced: refusing two of the same kind. kube-proxy's
+		// hns.go notes "a bug in Windows Server 2019 that can cause two
+		// endpoints to be created with the same IP address", so HNS may
+		// accept even that; kept because nodenet must never ask for it.
 		if other := s.endpointWithIPOfKind(n.ID, addr, ep.IsRemote()); other != nil {
 			return newError(op, KindAlreadyExists, label, "%s is in use by endpoint %s on network %s", addr, other.ID, n.Name)
 		}
 	}
+	// hcn.HostComputeEndpoint.MacAddress: HNS's dash form (winerror.h
+	// HCN_E_INVALID_ENDPOINT for a malformed one).
 	if ep.MacAddress != "" && !validMAC(ep.MacAddress) {
 		return newError(op, KindInvalid, label, "MAC %q is not a MAC address", ep.MacAddress)
 	}
@@ -86,6 +111,12 @@ func (s *Simulator) validateEndpoint(n *Network, ep *Endpoint) error {
 	return nil
 }
 
+// validateEndpointPolicy checks one endpoint policy against its hnslib
+// settings type (hcn/hcnpolicy.go: OutboundNatPolicySetting's Exceptions
+// and Destinations, SDNRoutePolicySetting.DestinationPrefix,
+// ProviderAddressEndpointPolicySetting, PortMappingPolicySetting): what
+// those fields cannot hold is winerror.h HCN_E_INVALID_POLICY ("invalid
+// or missing parameters", Microsoft Learn "HCN Error Code").
 func (s *Simulator) validateEndpointPolicy(label string, ep *Endpoint, p EndpointPolicy) error {
 	op := OpCreateEndpoint
 	if isNilPointer(p.settings()) {
@@ -112,7 +143,15 @@ func (s *Simulator) validateEndpointPolicy(label string, ep *Endpoint, p Endpoin
 	return nil
 }
 
-// validateHostPort rejects a host port another endpoint already publishes.
+// validateHostPort checks a PortMapping policy (hcn.PortMappingPolicySetting,
+// hnslib hcn/hcnpolicy.go): Protocol is TCP (6) or UDP (17), as its comment
+// says; SCTP "is not supported on nodes that run Windows" (kubernetes.io
+// "Protocols for Services"). Both ports are `omitempty`: 0 is a missing
+// field, HCN_E_INVALID_POLICY (winerror.h). A host port another endpoint
+// publishes is refused: "HNS failed with error : The object already
+// exists" for a second `docker run -p 8000:8000` (moby/moby issue 35023;
+// RS3 briefly accepted it, a regression Microsoft fixed). unsourced: the
+// error's code; the simulator answers KindPortAlreadyExists.
 func (s *Simulator) validateHostPort(label string, pm *PortMappingPolicy) error {
 	op := OpCreateEndpoint
 	if pm.Protocol != ProtocolTCP && pm.Protocol != ProtocolUDP {
@@ -165,7 +204,8 @@ func (s *Simulator) endpointWithIPOfKind(networkID string, addr netip.Addr, remo
 	return nil
 }
 
-// GetEndpointByID implements Interface.
+// GetEndpointByID implements Interface. Not found is hnslib's
+// hcn.EndpointNotFoundError (hcn/hcnendpoint.go GetEndpointByID).
 func (s *Simulator) GetEndpointByID(ctx context.Context, id string) (*Endpoint, error) {
 	var out *Endpoint
 	err := s.call(ctx, OpGetEndpointByID, id, func() error {
@@ -183,7 +223,8 @@ func (s *Simulator) GetEndpointByID(ctx context.Context, id string) (*Endpoint, 
 }
 
 // GetEndpointByName implements Interface; with duplicate names the oldest
-// endpoint wins, as HNS returns the first match.
+// endpoint wins, as hnslib returns the query's first match, and none is
+// hcn.EndpointNotFoundError (hcn/hcnendpoint.go GetEndpointByName).
 func (s *Simulator) GetEndpointByName(ctx context.Context, name string) (*Endpoint, error) {
 	var out *Endpoint
 	err := s.call(ctx, OpGetEndpointByName, name, func() error {
@@ -216,7 +257,12 @@ func (s *Simulator) ListEndpoints(ctx context.Context, networkID string) ([]Endp
 	return out, err
 }
 
-// DeleteEndpoint implements Interface.
+// DeleteEndpoint implements Interface. An unknown ID fails "The endpoint
+// was not found" (winerror.h HCN_E_ENDPOINT_NOT_FOUND;
+// Azure/azure-container-networking issue 715). unsourced: refusing while
+// a load balancer uses the endpoint. Kubernetes issue 76316 suggests HNS
+// deletes it anyway (a second Service's load balancer then stops
+// working); kept so nodenet's order (load balancers first) is checked.
 func (s *Simulator) DeleteEndpoint(ctx context.Context, id string) error {
 	return s.call(ctx, OpDeleteEndpoint, id, func() error {
 		id = strings.ToUpper(id)
@@ -266,7 +312,8 @@ func (s *Simulator) CreateNamespace(ctx context.Context, ns *Namespace) (*Namesp
 	return out, nil
 }
 
-// GetNamespace implements Interface.
+// GetNamespace implements Interface. Not found is hnslib's
+// hcn.NamespaceNotFoundError (hcn/hcnnamespace.go GetNamespaceByID).
 func (s *Simulator) GetNamespace(ctx context.Context, id string) (*Namespace, error) {
 	var out *Namespace
 	err := s.call(ctx, OpGetNamespace, id, func() error {
@@ -283,7 +330,9 @@ func (s *Simulator) GetNamespace(ctx context.Context, id string) (*Namespace, er
 	return out, nil
 }
 
-// DeleteNamespace implements Interface.
+// DeleteNamespace implements Interface. An unknown namespace fails to
+// open: "hcnOpenNamespace failed in Win32: Element not found. (0x490)",
+// winerror.h ERROR_NOT_FOUND (antrea-io/antrea issue 2301).
 func (s *Simulator) DeleteNamespace(ctx context.Context, id string) error {
 	return s.call(ctx, OpDeleteNamespace, id, func() error {
 		id = strings.ToUpper(id)
@@ -301,7 +350,14 @@ func (s *Simulator) DeleteNamespace(ctx context.Context, id string) error {
 	})
 }
 
-// AddNamespaceEndpoint implements Interface.
+// AddNamespaceEndpoint implements Interface (hnslib
+// hcn/hcnnamespace.go AddNamespaceEndpoint). An unknown namespace is
+// ERROR_NOT_FOUND (antrea-io/antrea issue 2301), an unknown endpoint
+// HCN_E_ENDPOINT_NOT_FOUND; a remote endpoint cannot join
+// (HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION, "This requested operation is
+// invalid for a remote endpoint", Microsoft Learn "HCN Error Code"); an
+// attached one cannot join again (winerror.h
+// HCN_E_ENDPOINT_ALREADY_ATTACHED).
 func (s *Simulator) AddNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error {
 	op := OpAddNamespaceEndpoint
 	return s.call(ctx, op, endpointID, func() error {
@@ -325,7 +381,11 @@ func (s *Simulator) AddNamespaceEndpoint(ctx context.Context, namespaceID, endpo
 	})
 }
 
-// RemoveNamespaceEndpoint implements Interface.
+// RemoveNamespaceEndpoint implements Interface. An unknown namespace is
+// ERROR_NOT_FOUND ("namespace not found" when the runtime removed it
+// first: Azure/azure-container-networking PR 1272; antrea-io/antrea issue
+// 2301); an endpoint not in it is winerror.h HCN_E_ENDPOINT_NOT_ATTACHED
+// (the simulator reports it as KindNotFound).
 func (s *Simulator) RemoveNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error {
 	op := OpRemoveNamespaceEndpoint
 	return s.call(ctx, op, endpointID, func() error {

@@ -31,6 +31,10 @@ func (s *Simulator) CreateNetwork(ctx context.Context, n *Network) (*Network, er
 		if err := s.validateNetwork(n); err != nil {
 			return err
 		}
+		// A second network of the same name: "A network with this name
+		// already exists. (0x803b0010)", winerror.h
+		// HCN_E_NETWORK_ALREADY_EXISTS (microsoft/hcsshim issue 850;
+		// moby/moby issue 40345).
 		for _, other := range s.networks {
 			if strings.EqualFold(other.Name, n.Name) {
 				return newError(OpCreateNetwork, KindAlreadyExists, n.Name, "a network with this name exists (%s)", other.ID)
@@ -76,9 +80,16 @@ func (s *Simulator) assignDRMAC(n *Network) {
 // s.mu held.
 func (s *Simulator) validateNetwork(n *Network) error {
 	op := OpCreateNetwork
+	// unsourced: HNS requiring a name. hcn.HostComputeNetwork.Name is
+	// `json:",omitempty"` and no source says what HNS does without one;
+	// kept because every lookup nodenet makes is by name
+	// (GetNetworkByName), so a nameless network could never be found.
 	if n.Name == "" {
 		return newError(op, KindInvalid, "", "a network needs a name")
 	}
+	// winerror.h HCN_E_INVALID_NETWORK_TYPE ("Invalid network type",
+	// Microsoft Learn "HCN Error Code"); the valid ones are hnslib's
+	// hcn.NetworkType values.
 	if !knownNetworkTypes[n.Type] {
 		return newError(op, KindInvalid, n.Name, "unknown network type %q", n.Type)
 	}
@@ -105,6 +116,10 @@ func (s *Simulator) validateNetwork(n *Network) error {
 
 func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
 	op := OpCreateNetwork
+	// Schema: hcn.Subnet.IpAddressPrefix and hcn.Route's NextHop and
+	// DestinationPrefix (hnslib hcn/hcnnetwork.go) are CIDR prefixes and
+	// addresses; HNS answers what it cannot parse with
+	// HCN_E_INVALID_NETWORK ("invalid or missing parameters", winerror.h).
 	pfx, err := netip.ParsePrefix(sn.IpAddressPrefix)
 	if err != nil {
 		return newError(op, KindInvalid, n.Name, "subnet %q is not a prefix", sn.IpAddressPrefix)
@@ -137,6 +152,11 @@ func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
 			return newError(op, KindInvalid, n.Name, "route destination %q is not a prefix", r.DestinationPrefix)
 		}
 	}
+	// An Overlay subnet carries its VXLAN network identifier as a VSID
+	// subnet policy (hcn.VsidPolicySetting, hnslib hcn/hcnpolicy.go), from
+	// 4096 (flannel, MinOverlayVSID) within VXLAN's 24 bits. unsourced:
+	// that HNS refuses an Overlay subnet with no VSID at all (flannel's
+	// vxlan backend always sends one); kept so a lost policy fails here.
 	vsid := uint32(0)
 	for _, p := range sn.Policies {
 		if p.Type == SubnetPolicyVSID && p.Isolation != nil {
@@ -154,13 +174,20 @@ func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
 	return nil
 }
 
-// validateNetworkPolicy checks one network policy; s.mu held.
+// validateNetworkPolicy checks one network policy; s.mu held. Policy
+// settings are the hnslib hcn/hcnpolicy.go types (a policy without its
+// settings is HCN_E_INVALID_POLICY, "invalid or missing parameters",
+// winerror.h); HostRoute alone has none (hnslib defines the hcn.HostRoute
+// type but no settings type for it). Feature gates follow hnslib's version ranges
+// (hcn/hcnglobals.go, FeaturesFor).
 func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) error {
 	if isNilPointer(p.settings()) && p.Type != NetworkPolicyHostRoute {
 		return newError(op, KindInvalid, n.Name, "policy %s has no settings", p.Type)
 	}
 	switch p.Type {
 	case NetworkPolicyNetAdapterName:
+		// winerror.h HCN_E_ADAPTER_NOT_FOUND ("An adapter was not found",
+		// Microsoft Learn "HCN Error Code"; hcn.IsAdapterNotFoundError).
 		if p.NetAdapterName == nil || s.adapter(p.NetAdapterName.NetworkAdapterName) == nil {
 			name := ""
 			if p.NetAdapterName != nil {
@@ -172,6 +199,11 @@ func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) er
 		if !s.features.RemoteSubnet {
 			return newError(op, KindNotSupported, n.Name, "RemoteSubnetRoute needs HNS %s (host has %s)", SupportedVersions(FeatureRemoteSubnet), s.opts.Version)
 		}
+		// Remote subnets are VXLAN routes: kube-proxy winkernel reads them
+		// only from Overlay networks (pkg/proxy/winkernel/hns.go
+		// getNetworkByName), flannel's vxlan backend adds them there.
+		// unsourced: the error on other network types (HCN_E_INVALID_POLICY
+		// assumed); kept so a route on L2Bridge is a bug, not a no-op.
 		if n.Type != NetworkTypeOverlay {
 			return newError(op, KindInvalid, n.Name, "RemoteSubnetRoute is only valid on Overlay networks")
 		}
@@ -180,6 +212,7 @@ func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) er
 		if !s.features.VxlanPort {
 			return newError(op, KindNotSupported, n.Name, "VxlanPort needs HNS %s (host has %s)", SupportedVersions(FeatureVxlanPort), s.opts.Version)
 		}
+		// hcn.VxlanPortPolicySetting.Port: a UDP port, 0 is none.
 		if p.VxlanPort == nil || p.VxlanPort.Port == 0 {
 			return newError(op, KindInvalid, n.Name, "VxlanPort needs a port")
 		}
@@ -188,10 +221,13 @@ func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) er
 			return newError(op, KindNotSupported, n.Name, "HostRoute needs HNS %s (host has %s)", SupportedVersions(FeatureHostRoute), s.opts.Version)
 		}
 	case NetworkPolicyProviderAddress:
+		// hcn.ProviderAddress: its settings are an IP address (the
+		// endpoint form is hcn.ProviderAddressEndpointPolicySetting).
 		if _, err := netip.ParseAddr(p.ProviderAddress.ProviderAddress); err != nil {
 			return newError(op, KindInvalid, n.Name, "provider address %q is not an address", p.ProviderAddress.ProviderAddress)
 		}
 	case NetworkPolicyDrMacAddress:
+		// hcn.DrMacAddressNetworkPolicySetting: a MAC address.
 		if !validMAC(p.DrMacAddress.Address) {
 			return newError(op, KindInvalid, n.Name, "DR MAC %q is not a MAC address", p.DrMacAddress.Address)
 		}
@@ -199,6 +235,10 @@ func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) er
 	return nil
 }
 
+// validateRemoteSubnetRoute checks the fields of hnslib's
+// hcn.RemoteSubnetRoutePolicySetting (hcn/hcnpolicy.go): a destination
+// prefix, the remote host's provider address, its DR MAC, and the VSID of
+// the overlay (from 4096, MinOverlayVSID, as flannel requires of VNIs).
 func validateRemoteSubnetRoute(op Op, object string, r *RemoteSubnetRoutePolicy) error {
 	if _, err := netip.ParsePrefix(r.DestinationPrefix); err != nil {
 		return newError(op, KindInvalid, object, "remote subnet %q is not a prefix", r.DestinationPrefix)
@@ -246,7 +286,9 @@ func (s *Simulator) adapterNames() string {
 	return strings.Join(names, ", ")
 }
 
-// GetNetworkByID implements Interface.
+// GetNetworkByID implements Interface. Not found is hnslib's
+// hcn.NetworkNotFoundError (hcn/hcnnetwork.go GetNetworkByID: the query
+// returns no network).
 func (s *Simulator) GetNetworkByID(ctx context.Context, id string) (*Network, error) {
 	var out *Network
 	err := s.call(ctx, OpGetNetworkByID, id, func() error {
@@ -263,7 +305,8 @@ func (s *Simulator) GetNetworkByID(ctx context.Context, id string) (*Network, er
 	return out, nil
 }
 
-// GetNetworkByName implements Interface.
+// GetNetworkByName implements Interface. Not found is hnslib's
+// hcn.NetworkNotFoundError (hcn/hcnnetwork.go GetNetworkByName).
 func (s *Simulator) GetNetworkByName(ctx context.Context, name string) (*Network, error) {
 	var out *Network
 	err := s.call(ctx, OpGetNetworkByName, name, func() error {
@@ -293,7 +336,13 @@ func (s *Simulator) ListNetworks(ctx context.Context) ([]Network, error) {
 	return out, err
 }
 
-// DeleteNetwork implements Interface.
+// DeleteNetwork implements Interface. An unknown ID is winerror.h
+// HCN_E_NETWORK_NOT_FOUND ("The network was not found", Microsoft Learn
+// "HCN Error Code"). unsourced: refusing while endpoints remain
+// (winerror.h HCN_E_ENTITY_HAS_REFERENCES names such an error, but no
+// source says DeleteNetwork returns it); kept because callers
+// (overlay/hnsnet, cni) delete endpoints first and must not rely on HNS
+// removing them.
 func (s *Simulator) DeleteNetwork(ctx context.Context, id string) error {
 	return s.call(ctx, OpDeleteNetwork, id, func() error {
 		id = strings.ToUpper(id)
@@ -315,7 +364,9 @@ func (s *Simulator) DeleteNetwork(ctx context.Context, id string) error {
 	})
 }
 
-// AddNetworkPolicies implements Interface.
+// AddNetworkPolicies implements Interface (hcn
+// ModifyNetworkSettings with RequestType Add, hnslib hcn/hcnnetwork.go
+// AddPolicy). An unknown network is HCN_E_NETWORK_NOT_FOUND (winerror.h).
 func (s *Simulator) AddNetworkPolicies(ctx context.Context, networkID string, policies []NetworkPolicy) error {
 	return s.call(ctx, OpAddNetworkPolicies, networkID, func() error {
 		n, ok := s.networks[strings.ToUpper(networkID)]
@@ -326,6 +377,10 @@ func (s *Simulator) AddNetworkPolicies(ctx context.Context, networkID string, po
 			if err := s.validateNetworkPolicy(OpAddNetworkPolicies, n, p); err != nil {
 				return err
 			}
+			// A second route for the same prefix: winerror.h
+			// HCN_E_POLICY_ALREADY_EXISTS. unsourced: that HNS checks this
+			// per prefix; kept so a changed route is replaced (remove, then
+			// add), never stacked.
 			if p.Type == NetworkPolicyRemoteSubnetRoute {
 				if old := findRemoteSubnetRoute(n, p.RemoteSubnetRoute.DestinationPrefix); old != nil {
 					return newError(OpAddNetworkPolicies, KindAlreadyExists, networkID, "a remote subnet route for %s exists (via %s)", old.DestinationPrefix, old.ProviderAddress)
@@ -349,7 +404,10 @@ func findRemoteSubnetRoute(n *Network, prefix string) *RemoteSubnetRoutePolicy {
 }
 
 // RemoveNetworkPolicies implements Interface: each policy must equal one on
-// the network.
+// the network (hnslib hcn/hcnnetwork.go RemovePolicy sends the policy
+// itself, not an ID). One that is not there is winerror.h
+// HCN_E_POLICY_NOT_FOUND ("An expected policy was not found", Microsoft
+// Learn "HCN Error Code").
 func (s *Simulator) RemoveNetworkPolicies(ctx context.Context, networkID string, policies []NetworkPolicy) error {
 	return s.call(ctx, OpRemoveNetworkPolicies, networkID, func() error {
 		n, ok := s.networks[strings.ToUpper(networkID)]
