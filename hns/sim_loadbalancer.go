@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// knownPortMappingFlags are hnslib's hcn.LoadBalancerPortMappingFlags
+// (ILB 1, LocalRoutedVIP 2, UseMux 4, PreserveDIP 8; hcn/hcnloadbalancer.go)
+// and VipExternalIP (16), which hcn does not name but kube-proxy sends
+// (pkg/proxy/winkernel/hns.go LoadBalancerPortMappingFlagsVipExternalIP).
 const knownPortMappingFlags = PortMappingFlagsILB | PortMappingFlagsLocalRoutedVIP | PortMappingFlagsUseMux |
 	PortMappingFlagsPreserveDIP | PortMappingFlagsVipExternalIP
 
@@ -38,6 +42,8 @@ func (s *Simulator) UpdateLoadBalancer(ctx context.Context, id string, lb *LoadB
 			// HNS, with this message (hcn/hcn.go, platformDoesNotSupportError).
 			return newError(op, KindNotSupported, id, "platform does not support feature ModifyLoadbalancer (HNS %s; host has %s)", SupportedVersions(FeatureModifyLoadbalancer), s.opts.Version)
 		}
+		// An unknown ID fails to open (hnslib hcn/hcnloadbalancer.go
+		// updateLoadBalancer, hcnOpenLoadBalancer).
 		id = strings.ToUpper(id)
 		old, ok := s.lbs[id]
 		if !ok {
@@ -132,6 +138,9 @@ func (s *Simulator) validateLoadBalancer(op Op, self string, lb *LoadBalancer) e
 	return s.validateFrontendFree(op, self, label, lb)
 }
 
+// validateLBFlags checks a load balancer's flags and port mappings
+// against hnslib's schema (hcn/hcnloadbalancer.go) and feature ranges
+// (hcn/hcnglobals.go, FeaturesFor: DSR, IPv6DualStack, SessionAffinity).
 func (s *Simulator) validateLBFlags(op Op, label string, lb *LoadBalancer) error {
 	if lb.Flags&LoadBalancerFlagsDSR != 0 && !s.features.DSR {
 		return newError(op, KindNotSupported, label, "DSR needs HNS %s (host has %s)", SupportedVersions(FeatureDSR), s.opts.Version)
@@ -139,13 +148,25 @@ func (s *Simulator) validateLBFlags(op Op, label string, lb *LoadBalancer) error
 	if lb.Flags&LoadBalancerFlagsIPv6 != 0 && !s.features.IPv6DualStack {
 		return newError(op, KindNotSupported, label, "IPv6 load balancers need HNS %s (host has %s)", SupportedVersions(FeatureIPv6DualStack), s.opts.Version)
 	}
+	// hcn.LoadBalancerFlags: None 0, DSR 1, IPv6 2 (kube-proxy's
+	// hns.go LoadBalancerFlagsIPv6); anything else is not in the schema
+	// (winerror.h HCN_E_INVALID_POLICY assumed for the answer).
 	if lb.Flags&^(LoadBalancerFlagsDSR|LoadBalancerFlagsIPv6) != 0 {
 		return newError(op, KindInvalid, label, "unknown load balancer flags %#x", uint32(lb.Flags))
 	}
+	// unsourced: HNS refusing a load balancer without a port mapping.
+	// kube-proxy always sends exactly one and reads PortMappings[0] of
+	// every load balancer it lists (pkg/proxy/winkernel/hns.go
+	// getAllLoadBalancers); kept so nodenet never writes one it could not
+	// read back.
 	if len(lb.PortMappings) == 0 {
 		return newError(op, KindInvalid, label, "a load balancer needs a port mapping")
 	}
 	for _, pm := range lb.PortMappings {
+		// hcn.LoadBalancerPortMapping: Protocol is TCP (6) or UDP (17);
+		// SCTP "is not supported on nodes that run Windows"
+		// (kubernetes.io "Protocols for Services"). Both ports are
+		// `omitempty`, so 0 is a missing field.
 		if pm.Protocol != ProtocolTCP && pm.Protocol != ProtocolUDP {
 			return newError(op, KindNotSupported, label, "protocol %s is not supported by HNS load balancers", pm.Protocol)
 		}
@@ -155,6 +176,8 @@ func (s *Simulator) validateLBFlags(op Op, label string, lb *LoadBalancer) error
 		if pm.Flags&^knownPortMappingFlags != 0 {
 			return newError(op, KindInvalid, label, "unknown port mapping flags %#x", uint32(pm.Flags))
 		}
+		// hcn.LoadBalancerDistribution: None 0, SourceIPProtocol 1,
+		// SourceIP 2.
 		switch pm.DistributionType {
 		case DistributionNone:
 		case DistributionSourceIP, DistributionSourceIPProtocol:
@@ -168,6 +191,13 @@ func (s *Simulator) validateLBFlags(op Op, label string, lb *LoadBalancer) error
 	return nil
 }
 
+// validateLBAddresses checks hcn.HostComputeLoadBalancer's FrontendVIPs
+// and SourceVIP, which are IP addresses (hnslib hcn/hcnloadbalancer.go).
+// unsourced: refusing an address whose family differs from the IPv6 flag.
+// kube-proxy sets the flag exactly for IPv6 services
+// (pkg/proxy/winkernel/hns.go getLoadBalancer, flags.isIPv6); no source
+// says what HNS does with a mismatch. Kept so a family mix-up in nodenet
+// fails loudly instead of programming a load balancer that never matches.
 func validateLBAddresses(op Op, label string, lb *LoadBalancer) error {
 	ipv6 := lb.Flags&LoadBalancerFlagsIPv6 != 0
 	for _, v := range lb.FrontendVIPs {
@@ -197,6 +227,9 @@ func (s *Simulator) validateLBEndpoints(op Op, label string, lb *LoadBalancer) e
 		// "invalid number of destinations" (kubernetes issue 98680).
 		return codedError(op, CodeInvalidParameter, label, "invalid number of destinations: %d backends, the host allows %d per load balancer", n, s.opts.MaxBackendsPerLoadBalancer)
 	}
+	// unsourced: refusing an endpoint listed twice (kube-proxy never
+	// sends one; a duplicate would skew the distribution). A listed
+	// endpoint that does not exist is winerror.h HCN_E_ENDPOINT_NOT_FOUND.
 	seen := map[string]bool{}
 	for _, id := range lb.HostComputeEndpoints {
 		id = strings.ToUpper(id)
@@ -271,7 +304,9 @@ func (s *Simulator) frontendTaken(op Op, self, label, holder string) error {
 	return codedError(op, CodePortAlreadyExists, label, "the specified port already exists: frontend is served by load balancer %s", holder)
 }
 
-// GetLoadBalancer implements Interface.
+// GetLoadBalancer implements Interface. Not found is hnslib's
+// hcn.LoadBalancerNotFoundError (hcn/hcnloadbalancer.go
+// GetLoadBalancerByID).
 func (s *Simulator) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error) {
 	var out *LoadBalancer
 	err := s.call(ctx, OpGetLoadBalancer, id, func() error {
@@ -300,7 +335,9 @@ func (s *Simulator) ListLoadBalancers(ctx context.Context) ([]LoadBalancer, erro
 	return out, err
 }
 
-// DeleteLoadBalancer implements Interface.
+// DeleteLoadBalancer implements Interface. An unknown ID fails like hnslib's
+// lookup (hcn.LoadBalancerNotFoundError; kube-proxy's deleteLoadBalancer
+// looks it up first and returns silently then: pkg/proxy/winkernel/hns.go).
 func (s *Simulator) DeleteLoadBalancer(ctx context.Context, id string) error {
 	return s.call(ctx, OpDeleteLoadBalancer, id, func() error {
 		id = strings.ToUpper(id)
