@@ -14,7 +14,10 @@ import "strings"
 
 // EnableHostForwarding turns IPv4 forwarding on for the host vNIC of the
 // named (physical) adapter. It is not an HNS call: it is not counted,
-// and faults do not apply. An unknown adapter is KindNotFound.
+// and faults do not apply. An unknown adapter is KindNotFound, as the IP
+// Helper API answers an interface that does not exist (ERROR_NOT_FOUND,
+// "The specified interface could not be found": Microsoft Learn
+// "GetIpInterfaceEntry function").
 func (s *Simulator) EnableHostForwarding(adapter string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,7 +53,14 @@ func (s *Simulator) networkAdapter(n *Network) *HostAdapter {
 	return &s.opts.HostAdapters[0]
 }
 
-// hostCannotForward says why the host cannot reach ep, or "". s.mu held.
+// hostCannotForward says why the host cannot reach ep, or "": on L2Bridge
+// only, the network flannel's host-gw backend turns forwarding on for
+// (flannel-io/flannel pkg/backend/hostgw/hostgw_windows.go). On Overlay
+// flannel adds a HostRoute network policy "for local host to local pod
+// connectivity" instead (pkg/backend/vxlan/device_windows.go
+// ensureNetwork); the tracer does not model a host without it.
+// unsourced: that the packet is dropped rather than sent elsewhere; kept
+// so a node that skips the step fails its traffic tests. s.mu held.
 func (s *Simulator) hostCannotForward(ep *Endpoint) string {
 	n := s.networks[ep.HostComputeNetwork]
 	if n == nil || n.Type != NetworkTypeL2Bridge {

@@ -10,8 +10,11 @@ import (
 
 // The tracer answers "what would this host do with this packet" from the
 // simulator's state, so proxy and network tests assert on outcomes rather
-// than on calls. It models HNS/VFP as kube-proxy winkernel and the Windows
-// networking docs describe it:
+// than on calls. It models HNS/VFP as kube-proxy winkernel
+// (pkg/proxy/winkernel/proxier.go, hns.go), hnslib's schema comments
+// (hcn/hcnloadbalancer.go, hcn/hcnpolicy.go) and Microsoft Learn
+// ("Windows container network drivers") describe it; each function below
+// cites its part, and says "unsourced:" where the model goes beyond them:
 //
 // Frontend match: a load balancer matches when protocol and destination
 // port equal a port mapping's Protocol/ExternalPort and the destination is
@@ -230,6 +233,18 @@ func (s *Simulator) matchLoadBalancer(from Entry, p tracePacket) *LoadBalancer {
 	return nil
 }
 
+// frontendApplies says whether a packet entering at from for dst reaches
+// this load balancer frontend. Sources: no FrontendVIPs is a node port
+// (kube-proxy winkernel proxier.go creates node-port load balancers with
+// vip "" and one per IP family, hns.go getLoadBalancer); LocalRoutedVIP
+// "enables VIP access from the host" and ILB "enables internal
+// loadbalancing" (hnslib hcn.LoadBalancerPortMappingFlags); kube-proxy
+// sets VipExternalIP on exactly the frontends reachable from outside
+// (node ports, external IPs, load-balancer ingress IPs) and never on
+// cluster IPs (proxier.go syncProxyRules). unsourced: that HNS matches a
+// non-host VIP from outside only with VipExternalIP (inferred from that
+// use; Microsoft publishes no definition of the flag), and that a node
+// port reaches the host only with LocalRoutedVIP.
 func (s *Simulator) frontendApplies(from Entry, lb *LoadBalancer, pm PortMapping, dst netip.Addr) bool {
 	if len(lb.FrontendVIPs) == 0 {
 		if !s.hostAddress(dst) || dst.Is6() != (lb.Flags&LoadBalancerFlagsIPv6 != 0) {
@@ -252,6 +267,18 @@ func (s *Simulator) frontendApplies(from Entry, lb *LoadBalancer, pm PortMapping
 	return pm.Flags&PortMappingFlagsVipExternalIP != 0 || s.hostAddress(dst)
 }
 
+// traceLoadBalancer applies a matched load balancer. Sources:
+// SourceIP/SourceIPProtocol distribution pins a client IP (and protocol)
+// to one backend (hnslib hcn.LoadBalancerDistribution); the destination
+// becomes the backend's address and InternalPort, except with
+// PreserveDIP, which "delivers packets with destination IP as the VIP"
+// (hcn.LoadBalancerPortMappingFlags); DSR (hcn.LoadBalancerFlagsDSR,
+// "Direct Server Return") keeps the client's source; otherwise the source
+// is SNATed to SourceVIP, the overlay source VIP or the node IP (kube-proxy
+// winkernel proxier.go syncProxyRules on choosing SourceVIP). A load
+// balancer with no backends drops the packet: HNS keeps such a load
+// balancer, holding its port (kubernetes PR 137530). unsourced: the
+// simulator's hash for the pinned backend (HNS's is not published).
 func (s *Simulator) traceLoadBalancer(t *Trace, lb *LoadBalancer, p tracePacket) {
 	t.LoadBalancerID = lb.ID
 	pm := lb.PortMappings[0]
@@ -316,7 +343,17 @@ func endpointAddrLike(ep *Endpoint, like netip.Addr) string {
 }
 
 // attachEncap fills the overlay encapsulation for a remote endpoint; it
-// reports false (and records why) when the packet cannot be sent.
+// reports false (and records why) when the packet cannot be sent. A
+// remote endpoint on Overlay is reached through its ProviderAddress policy
+// (kube-proxy winkernel hns.go createEndpoint sets one,
+// hcn.ProviderAddressEndpointPolicySetting), else the RemoteSubnetRoute
+// covering its address (proxier.go findRemoteSubnetProviderAddress;
+// hcn.RemoteSubnetRoutePolicySetting), VXLAN-encapsulated with the
+// network's VSID (hcn.VsidPolicySetting); on L2Bridge containers are on
+// the underlay network itself (Microsoft Learn "Windows container network
+// drivers", l2bridge). unsourced: that HNS drops a packet for a remote
+// endpoint it has no provider address for (kube-proxy instead programs
+// the node IP then, "assuming it is a public IP").
 func (s *Simulator) attachEncap(t *Trace, d *Delivery, ep *Endpoint, ip string) bool {
 	n := s.networks[ep.HostComputeNetwork]
 	if n == nil || n.Type != NetworkTypeOverlay {
@@ -366,7 +403,14 @@ func networkVSID(n *Network) uint32 {
 	return 0
 }
 
-// traceRoute handles a packet no load balancer claimed.
+// traceRoute handles a packet no load balancer claimed: to a local
+// endpoint, to the host, through a RemoteSubnetRoute on the sender's
+// Overlay network (VXLAN to the route's provider address with its
+// IsolationId: hnslib hcn.RemoteSubnetRoutePolicySetting; flannel's vxlan
+// backend programs one per remote node), or out of the external adapter
+// with the sender's OutBoundNAT (outboundNATFor). unsourced: that
+// external traffic for an address the host has no endpoint, route or
+// load balancer for is dropped (the host is no router for it).
 func (s *Simulator) traceRoute(t *Trace, from Entry, sender *Endpoint, p tracePacket) {
 	if ep := s.localEndpointWithIP(p.dst); ep != nil {
 		if why := s.hostCannotForward(ep); from == FromHost && why != "" {
@@ -421,7 +465,12 @@ func (s *Simulator) traceRoute(t *Trace, from Entry, sender *Endpoint, p tracePa
 
 // outboundNATFor returns the first OutBoundNAT policy that applies to
 // dst. An endpoint may carry several (the exceptions policy, loopback DSR's
-// Destinations policy); their order must not change the outcome.
+// Destinations policy: containernetworking/plugins pkg/hns
+// ApplyLoopbackDSRPolicy, see cni/hnsendpoint/doc.go); their order must
+// not change the outcome. The packet is SNATed to the policy's VirtualIP
+// (hnslib hcn.OutboundNatPolicySetting), else the host address.
+// unsourced: that an empty VirtualIP means the host's first address of
+// the family.
 func (e *Endpoint) outboundNATFor(dst netip.Addr) *OutboundNATPolicy {
 	for _, p := range e.Policies {
 		if p.OutboundNAT != nil && natApplies(p.OutboundNAT, dst) {
@@ -431,6 +480,11 @@ func (e *Endpoint) outboundNATFor(dst netip.Addr) *OutboundNATPolicy {
 	return nil
 }
 
+// natApplies: hcn.OutboundNatPolicySetting (hnslib hcn/hcnpolicy.go) NATs
+// everything but Exceptions (the cluster, service and node CIDRs the
+// Windows CNI configs list: microsoft/SDN
+// Kubernetes/flannel/*/cni/config/cni.conf), or, with Destinations, only
+// those (loopback DSR).
 func natApplies(nat *OutboundNATPolicy, dst netip.Addr) bool {
 	if len(nat.Destinations) > 0 {
 		return inAny(nat.Destinations, dst)
