@@ -147,11 +147,7 @@ func (s *Simulator) validateEndpointPolicy(label string, ep *Endpoint, p Endpoin
 // hnslib hcn/hcnpolicy.go): Protocol is TCP (6) or UDP (17), as its comment
 // says; SCTP "is not supported on nodes that run Windows" (kubernetes.io
 // "Protocols for Services"). Both ports are `omitempty`: 0 is a missing
-// field, HCN_E_INVALID_POLICY (winerror.h). A host port another endpoint
-// publishes is refused: "HNS failed with error : The object already
-// exists" for a second `docker run -p 8000:8000` (moby/moby issue 35023;
-// RS3 briefly accepted it, a regression Microsoft fixed). unsourced: the
-// error's code; the simulator answers KindPortAlreadyExists.
+// field, HCN_E_INVALID_POLICY (winerror.h).
 func (s *Simulator) validateHostPort(label string, pm *PortMappingPolicy) error {
 	op := OpCreateEndpoint
 	if pm.Protocol != ProtocolTCP && pm.Protocol != ProtocolUDP {
@@ -160,6 +156,11 @@ func (s *Simulator) validateHostPort(label string, pm *PortMappingPolicy) error 
 	if pm.InternalPort == 0 || pm.ExternalPort == 0 {
 		return newError(op, KindInvalid, label, "port mapping needs internal and external ports")
 	}
+	// A host port another endpoint publishes is refused: "HNS failed with
+	// error : The object already exists" for a second `docker run -p
+	// 8000:8000` (moby/moby issue 35023; RS3 briefly accepted it, a
+	// regression Microsoft fixed). unsourced: the error's code; the
+	// simulator answers KindPortAlreadyExists.
 	for _, id := range sortedIDs(s.endpoints) {
 		for _, q := range s.endpoints[id].Policies {
 			if q.Type == EndpointPolicyPortMapping && q.PortMapping.Protocol == pm.Protocol &&
@@ -259,16 +260,17 @@ func (s *Simulator) ListEndpoints(ctx context.Context, networkID string) ([]Endp
 
 // DeleteEndpoint implements Interface. An unknown ID fails "The endpoint
 // was not found" (winerror.h HCN_E_ENDPOINT_NOT_FOUND;
-// Azure/azure-container-networking issue 715). unsourced: refusing while
-// a load balancer uses the endpoint. Kubernetes issue 76316 suggests HNS
-// deletes it anyway (a second Service's load balancer then stops
-// working); kept so nodenet's order (load balancers first) is checked.
+// Azure/azure-container-networking issue 715).
 func (s *Simulator) DeleteEndpoint(ctx context.Context, id string) error {
 	return s.call(ctx, OpDeleteEndpoint, id, func() error {
 		id = strings.ToUpper(id)
 		if _, ok := s.endpoints[id]; !ok {
 			return newError(OpDeleteEndpoint, KindNotFound, id, "no such endpoint")
 		}
+		// unsourced: refusing while a load balancer uses the endpoint.
+		// Kubernetes issue 76316 suggests HNS deletes it anyway (another
+		// Service's load balancer then stops working); kept so nodenet's
+		// order (load balancers first) is checked.
 		for _, lbID := range sortedIDs(s.lbs) {
 			if slices.Contains(s.lbs[lbID].HostComputeEndpoints, id) {
 				return newError(OpDeleteEndpoint, KindInUse, id, "load balancer %s uses this endpoint", lbID)
@@ -353,11 +355,7 @@ func (s *Simulator) DeleteNamespace(ctx context.Context, id string) error {
 // AddNamespaceEndpoint implements Interface (hnslib
 // hcn/hcnnamespace.go AddNamespaceEndpoint). An unknown namespace is
 // ERROR_NOT_FOUND (antrea-io/antrea issue 2301), an unknown endpoint
-// HCN_E_ENDPOINT_NOT_FOUND; a remote endpoint cannot join
-// (HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION, "This requested operation is
-// invalid for a remote endpoint", Microsoft Learn "HCN Error Code"); an
-// attached one cannot join again (winerror.h
-// HCN_E_ENDPOINT_ALREADY_ATTACHED).
+// HCN_E_ENDPOINT_NOT_FOUND (winerror.h).
 func (s *Simulator) AddNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error {
 	op := OpAddNamespaceEndpoint
 	return s.call(ctx, op, endpointID, func() error {
@@ -369,9 +367,13 @@ func (s *Simulator) AddNamespaceEndpoint(ctx context.Context, namespaceID, endpo
 		if !ok {
 			return newError(op, KindNotFound, endpointID, "no such endpoint")
 		}
+		// winerror.h HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION, "This
+		// requested operation is invalid for a remote endpoint"
+		// (Microsoft Learn "HCN Error Code").
 		if ep.IsRemote() {
 			return newError(op, KindInvalid, endpointID, "a remote endpoint cannot join a namespace")
 		}
+		// winerror.h HCN_E_ENDPOINT_ALREADY_ATTACHED.
 		if ep.HostComputeNamespace != "" {
 			return newError(op, KindAlreadyExists, endpointID, "endpoint is attached to namespace %s", ep.HostComputeNamespace)
 		}

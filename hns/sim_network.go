@@ -338,11 +338,7 @@ func (s *Simulator) ListNetworks(ctx context.Context) ([]Network, error) {
 
 // DeleteNetwork implements Interface. An unknown ID is winerror.h
 // HCN_E_NETWORK_NOT_FOUND ("The network was not found", Microsoft Learn
-// "HCN Error Code"). unsourced: refusing while endpoints remain
-// (winerror.h HCN_E_ENTITY_HAS_REFERENCES names such an error, but no
-// source says DeleteNetwork returns it); kept because callers
-// (overlay/hnsnet, cni) delete endpoints first and must not rely on HNS
-// removing them.
+// "HCN Error Code").
 func (s *Simulator) DeleteNetwork(ctx context.Context, id string) error {
 	return s.call(ctx, OpDeleteNetwork, id, func() error {
 		id = strings.ToUpper(id)
@@ -355,6 +351,11 @@ func (s *Simulator) DeleteNetwork(ctx context.Context, id string) error {
 				n++
 			}
 		}
+		// unsourced: refusing while endpoints remain (winerror.h
+		// HCN_E_ENTITY_HAS_REFERENCES names such an error, but no source
+		// says DeleteNetwork returns it); kept because callers
+		// (overlay/hnsnet, cni) delete endpoints first and must not rely
+		// on HNS removing them.
 		if n > 0 {
 			return newError(OpDeleteNetwork, KindInUse, id, "network still has %d endpoints", n)
 		}
