@@ -332,9 +332,11 @@ func (s *Simulator) GetNamespace(ctx context.Context, id string) (*Namespace, er
 	return out, nil
 }
 
-// DeleteNamespace implements Interface. An unknown namespace fails to
-// open: "hcnOpenNamespace failed in Win32: Element not found. (0x490)",
-// winerror.h ERROR_NOT_FOUND (antrea-io/antrea issue 2301).
+// DeleteNamespace implements Interface. An unknown namespace is not
+// found: opening one fails "hcnOpenNamespace failed in Win32: Element not
+// found. (0x490)", winerror.h ERROR_NOT_FOUND (antrea-io/antrea issue
+// 2301). unsourced: that hcnDeleteNamespace (hnslib hcn/hcnnamespace.go
+// deleteNamespace, which does not open it first) answers the same.
 func (s *Simulator) DeleteNamespace(ctx context.Context, id string) error {
 	return s.call(ctx, OpDeleteNamespace, id, func() error {
 		id = strings.ToUpper(id)

@@ -335,9 +335,13 @@ func (s *Simulator) ListLoadBalancers(ctx context.Context) ([]LoadBalancer, erro
 	return out, err
 }
 
-// DeleteLoadBalancer implements Interface. An unknown ID fails like hnslib's
-// lookup (hcn.LoadBalancerNotFoundError; kube-proxy's deleteLoadBalancer
-// looks it up first and returns silently then: pkg/proxy/winkernel/hns.go).
+// DeleteLoadBalancer implements Interface. An unknown ID is not found:
+// kube-proxy looks a load balancer up before deleting it (hnslib
+// hcn.GetLoadBalancerByID, hcn.LoadBalancerNotFoundError) and returns
+// silently when it is gone (pkg/proxy/winkernel/hns.go
+// deleteLoadBalancer). unsourced: the code hcnDeleteLoadBalancer itself
+// answers (hnslib hcn/hcnloadbalancer.go deleteLoadBalancer does not
+// open it first).
 func (s *Simulator) DeleteLoadBalancer(ctx context.Context, id string) error {
 	return s.call(ctx, OpDeleteLoadBalancer, id, func() error {
 		id = strings.ToUpper(id)
