@@ -125,14 +125,17 @@ const (
 	idLoadBalancer = 0x01b
 )
 
-// newID returns a deterministic, GUID-shaped, upper-case ID (as HNS prints
-// them). Called with s.mu held.
+// newID returns a deterministic, GUID-shaped, upper-case ID, as HNS prints
+// them (hnslib opens objects by GUID, hcn/hcnnetwork.go; the IDs HNS
+// returns in moby/moby issue 40345 are upper case). Called with s.mu held.
 func (s *Simulator) newID(kind uint32) string {
 	s.seq++
 	return fmt.Sprintf("%08X-0000-4000-8000-%012X", kind, s.seq)
 }
 
-// newMAC returns a MAC in the Hyper-V range, as HNS assigns. s.mu held.
+// newMAC returns a MAC in the Hyper-V range (00-15-5D, HNS's dash form),
+// as HNS assigns: the GatewayMac in moby/moby issue 40345 is
+// "00-15-5D-BF-F1-97". s.mu held.
 func (s *Simulator) newMAC() string {
 	s.macSeq++
 	n := s.macSeq
