@@ -282,8 +282,12 @@ func (s *Simulator) DeleteEndpoint(ctx context.Context, id string) error {
 }
 
 // forgetEndpoint removes an endpoint with everything that refers to it:
-// namespace attachments, and load balancers (HNS binds a load balancer to
-// its endpoints, so it cannot outlive them). s.mu held.
+// namespace attachments, and load balancers. unsourced: that HNS drops a
+// load balancer whose endpoint is gone. microsoft/wcnscripts PR 21 finds
+// load balancers left "degraded" with invalid endpoint references
+// instead; kept because a restart that loses a non-persistent network
+// (dropNonPersistent) must not leave load balancers the tracer would
+// deliver to a missing endpoint. s.mu held.
 func (s *Simulator) forgetEndpoint(id string) {
 	delete(s.endpoints, id)
 	for _, ns := range s.namespaces {

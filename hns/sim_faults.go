@@ -94,6 +94,10 @@ func (s *Simulator) matchFault(op Op) *faultRule {
 	return nil
 }
 
+// errorFor is the error an injected fault returns: the rule's own, else
+// a transient one. unsourced: a fault is a test's script, not a model of
+// HNS, so it has no source; transient is the class real outages have
+// (kubernetes issue 139519: every call fails while HNS restarts).
 func (r *faultRule) errorFor(op Op, object string) error {
 	err := r.next
 	if err == nil {
@@ -153,8 +157,10 @@ func (s *Simulator) SimulateRestart(o RestartOptions) {
 	s.restart = &restartState{until: s.opts.Now().Add(o.Duration)}
 }
 
-// checkRestart fails the call while a restart is in progress and applies
-// its effects once it is over. s.mu held.
+// checkRestart fails the call while a restart is in progress, with
+// RPC_S_SERVER_UNAVAILABLE (winerror.h; CodeServerUnavailable says why
+// that code), and applies its effects once it is over, as SimulateRestart
+// describes (kubernetes issue 139519). s.mu held.
 func (s *Simulator) checkRestart(op Op, object string) error {
 	if s.restart == nil {
 		return nil
@@ -168,7 +174,11 @@ func (s *Simulator) checkRestart(op Op, object string) error {
 	return nil
 }
 
-// dropNonPersistent removes what an HNS restart loses. s.mu held.
+// dropNonPersistent removes what an HNS restart loses: networks created
+// with hcn.EnableNonPersistent (hnslib hcn/hcnnetwork.go; flannel's vxlan
+// backend sets it, pkg/backend/vxlan/device_windows.go) and their
+// endpoints (endpoints vanishing on an HNS restart: projectcalico/calico
+// issue 5164). s.mu held.
 func (s *Simulator) dropNonPersistent() {
 	for id, n := range s.networks {
 		if n.Flags&NetworkFlagsEnableNonPersistent == 0 {
@@ -184,7 +194,8 @@ func (s *Simulator) dropNonPersistent() {
 }
 
 // restoreLoadBalancers marks the load balancers left after
-// dropNonPersistent as restored from HNS's backup. s.mu held.
+// dropNonPersistent as restored from HNS's backup (kubernetes issue
+// 139519: HNS rehydrates load balancers after a restart). s.mu held.
 func (s *Simulator) restoreLoadBalancers() {
 	for id := range s.lbs {
 		s.restoredLBs[id] = true

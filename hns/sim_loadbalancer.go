@@ -85,6 +85,10 @@ const (
 // hnsModifyKeepsEndpoints is the HNS version of issue 131466.
 var hnsModifyKeepsEndpoints = Version{Major: 15, Minor: 4}
 
+// modifyRule is how this host answers ModifyLoadBalancer: 15.4 keeps the
+// old endpoints (kubernetes issue 131466), hnslib's ModifyLoadbalancer
+// range replaces the definition (hcn/hcnglobals.go), other versions lack
+// the call.
 func (s *Simulator) modifyRule() modifyBehavior {
 	switch {
 	case s.opts.Version == hnsModifyKeepsEndpoints:

@@ -10,9 +10,9 @@ import (
 
 // MinOverlayVSID is the lowest VXLAN network identifier Windows accepts on
 // an Overlay network (lower ones are reserved by the host): flannel's
-// Windows vxlan backend refuses a lower VNI ("required to be greater than
-// or equal to 4096 on Windows", pkg/backend/vxlan/vxlan_network_windows.go;
-// Documentation/backends.md).
+// Windows vxlan backend refuses a lower VNI ("must be greater than or
+// equal to 4096 on Windows", pkg/backend/vxlan/vxlan_windows.go
+// RegisterNetwork; Documentation/backends.md).
 const MinOverlayVSID = 4096
 
 // maxVSID is the largest 24-bit VXLAN network identifier.
@@ -59,8 +59,9 @@ func (s *Simulator) CreateNetwork(ctx context.Context, n *Network) (*Network, er
 
 // assignDRMAC gives an Overlay network the distributed-router MAC HNS
 // assigns on create when the request has none: flannel's Windows vxlan
-// backend reads it back (DrMacAddress policy) and publishes it as the
-// node's VtepMAC. s.mu held.
+// backend sends none, reads it back (hcn.DrMacAddressNetworkPolicySetting)
+// and publishes it as the node's VtepMAC (flannel-io/flannel
+// pkg/backend/vxlan/vxlan_windows.go RegisterNetwork). s.mu held.
 func (s *Simulator) assignDRMAC(n *Network) {
 	if n.Type != NetworkTypeOverlay {
 		return

@@ -24,8 +24,9 @@ type pendingPA struct {
 }
 
 // scheduleProviderAddress gives a new Overlay network its provider
-// address now or after the configured delay, unless the request named
-// one itself. s.mu held.
+// address (the ProviderAddress policy flannel polls for:
+// pkg/backend/vxlan/device_windows.go getManagementIP) now or after the
+// configured delay, unless the request named one itself. s.mu held.
 func (s *Simulator) scheduleProviderAddress(n *Network) {
 	if n.Type != NetworkTypeOverlay || providerAddressOf(n) != "" {
 		return
@@ -42,7 +43,9 @@ func (s *Simulator) scheduleProviderAddress(n *Network) {
 }
 
 // settleNetworks adds the provider addresses whose time has come; every
-// call runs it first. s.mu held.
+// call runs it first, so a GetNetworkByID poll sees the address appear as
+// flannel's does (pkg/backend/vxlan/device_windows.go ensureNetwork).
+// s.mu held.
 func (s *Simulator) settleNetworks() {
 	if len(s.pendingPA) == 0 {
 		return
