@@ -122,7 +122,7 @@ func TestSimulatorRulesCiteTheirSources(t *testing.T) {
 			}
 			rules++
 			if !cites(file, fn) {
-				t.Errorf("%s: %s encodes a simulator rule but cites no source (an issue/PR number, an hnslib/hcn file or type, a Microsoft doc, a winerror.h code) and is not marked \"unsourced:\"",
+				t.Errorf("%s: %s encodes a simulator rule but cites no source (an issue/PR number, an hnslib/hcn file or type, a Microsoft doc, a winerror.h code, a kube-proxy winkernel, flannel or microsoft/SDN file) and is not marked \"unsourced:\"",
 					fset.Position(fn.Pos()), fn.Name.Name)
 			}
 		}
