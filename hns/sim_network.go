@@ -119,8 +119,8 @@ func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
 	op := OpCreateNetwork
 	// Schema: hcn.Subnet.IpAddressPrefix and hcn.Route's NextHop and
 	// DestinationPrefix (hnslib hcn/hcnnetwork.go) are CIDR prefixes and
-	// addresses; HNS answers what it cannot parse with
-	// HCN_E_INVALID_NETWORK ("invalid or missing parameters", winerror.h).
+	// addresses; what does not parse is HCN_E_INVALID_NETWORK (winerror.h;
+	// "invalid or missing parameters", Microsoft Learn "HCN Error Code").
 	pfx, err := netip.ParsePrefix(sn.IpAddressPrefix)
 	if err != nil {
 		return newError(op, KindInvalid, n.Name, "subnet %q is not a prefix", sn.IpAddressPrefix)
@@ -176,11 +176,12 @@ func (s *Simulator) validateSubnet(n *Network, sn Subnet) error {
 }
 
 // validateNetworkPolicy checks one network policy; s.mu held. Policy
-// settings are the hnslib hcn/hcnpolicy.go types (a policy without its
-// settings is HCN_E_INVALID_POLICY, "invalid or missing parameters",
-// winerror.h); HostRoute alone has none (hnslib defines the hcn.HostRoute
-// type but no settings type for it). Feature gates follow hnslib's version ranges
-// (hcn/hcnglobals.go, FeaturesFor).
+// settings are the hnslib hcn/hcnpolicy.go types; a policy without its
+// settings is HCN_E_INVALID_POLICY (winerror.h; "invalid or missing
+// parameters", Microsoft Learn "HCN Error Code"). HostRoute alone has
+// none: hnslib defines no settings type for hcn.HostRoute, and flannel
+// sends "{}" (pkg/backend/vxlan/device_windows.go ensureNetwork). Feature
+// gates follow hnslib's version ranges (hcn/hcnglobals.go, FeaturesFor).
 func (s *Simulator) validateNetworkPolicy(op Op, n *Network, p NetworkPolicy) error {
 	if isNilPointer(p.settings()) && p.Type != NetworkPolicyHostRoute {
 		return newError(op, KindInvalid, n.Name, "policy %s has no settings", p.Type)
@@ -366,9 +367,9 @@ func (s *Simulator) DeleteNetwork(ctx context.Context, id string) error {
 	})
 }
 
-// AddNetworkPolicies implements Interface (hcn
-// ModifyNetworkSettings with RequestType Add, hnslib hcn/hcnnetwork.go
-// AddPolicy). An unknown network is HCN_E_NETWORK_NOT_FOUND (winerror.h).
+// AddNetworkPolicies implements Interface (hnslib hcn/hcnnetwork.go
+// AddPolicy: ModifyNetworkSettings with RequestTypeAdd). An unknown
+// network is HCN_E_NETWORK_NOT_FOUND (winerror.h).
 func (s *Simulator) AddNetworkPolicies(ctx context.Context, networkID string, policies []NetworkPolicy) error {
 	return s.call(ctx, OpAddNetworkPolicies, networkID, func() error {
 		n, ok := s.networks[strings.ToUpper(networkID)]

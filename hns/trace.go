@@ -275,10 +275,10 @@ func (s *Simulator) frontendApplies(from Entry, lb *LoadBalancer, pm PortMapping
 // (hcn.LoadBalancerPortMappingFlags); DSR (hcn.LoadBalancerFlagsDSR,
 // "Direct Server Return") keeps the client's source; otherwise the source
 // is SNATed to SourceVIP, the overlay source VIP or the node IP (kube-proxy
-// winkernel proxier.go syncProxyRules on choosing SourceVIP). A load
-// balancer with no backends drops the packet: HNS keeps such a load
-// balancer, holding its port (kubernetes PR 137530). unsourced: the
-// simulator's hash for the pinned backend (HNS's is not published).
+// winkernel proxier.go syncProxyRules on choosing SourceVIP). HNS keeps
+// a load balancer with no backends, holding its port (kubernetes PR
+// 137530). unsourced: that its packets are dropped, and the simulator's
+// hash for the pinned backend (HNS's is not published).
 func (s *Simulator) traceLoadBalancer(t *Trace, lb *LoadBalancer, p tracePacket) {
 	t.LoadBalancerID = lb.ID
 	pm := lb.PortMappings[0]
@@ -406,11 +406,12 @@ func networkVSID(n *Network) uint32 {
 // traceRoute handles a packet no load balancer claimed: to a local
 // endpoint, to the host, through a RemoteSubnetRoute on the sender's
 // Overlay network (VXLAN to the route's provider address with its
-// IsolationId: hnslib hcn.RemoteSubnetRoutePolicySetting; flannel's vxlan
-// backend programs one per remote node), or out of the external adapter
-// with the sender's OutBoundNAT (outboundNATFor). unsourced: that
-// external traffic for an address the host has no endpoint, route or
-// load balancer for is dropped (the host is no router for it).
+// IsolationId: hnslib hcn.RemoteSubnetRoutePolicySetting, which
+// kube-proxy reads as remote pod prefix → provider address,
+// pkg/proxy/winkernel/hns.go getNetworkByName), or out of the external
+// adapter with the sender's OutBoundNAT (outboundNATFor). unsourced: that
+// external traffic for an address the host has no endpoint, route or load
+// balancer for is dropped (the host is no router for it).
 func (s *Simulator) traceRoute(t *Trace, from Entry, sender *Endpoint, p tracePacket) {
 	if ep := s.localEndpointWithIP(p.dst); ep != nil {
 		if why := s.hostCannotForward(ep); from == FromHost && why != "" {
