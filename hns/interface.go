@@ -76,7 +76,8 @@ type Interface interface {
 	// ListEndpoints lists the endpoints of networkID, or of every network
 	// when networkID is empty.
 	ListEndpoints(ctx context.Context, networkID string) ([]Endpoint, error)
-	// DeleteEndpoint fails with KindInUse while a load balancer uses it.
+	// DeleteEndpoint deletes even an endpoint a load balancer uses, as
+	// HNS does: the load balancer stays, degraded, and loses that traffic.
 	DeleteEndpoint(ctx context.Context, id string) error
 
 	CreateNamespace(ctx context.Context, ns *Namespace) (*Namespace, error)

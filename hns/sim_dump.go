@@ -160,7 +160,7 @@ func (s *Simulator) dumpLoadBalancer(b *strings.Builder, lb *LoadBalancer) {
 	}
 	fmt.Fprintf(b, "  flags=%s  sourceVIP=%s\n", lbFlagNames(lb.Flags), orNone(lb.SourceVIP))
 	for _, id := range lb.HostComputeEndpoints {
-		desc := id
+		desc := id + " (missing: degraded)"
 		if ep := s.endpoints[id]; ep != nil {
 			kind := "local"
 			if ep.IsRemote() {

@@ -267,36 +267,24 @@ func (s *Simulator) DeleteEndpoint(ctx context.Context, id string) error {
 		if _, ok := s.endpoints[id]; !ok {
 			return newError(OpDeleteEndpoint, KindNotFound, id, "no such endpoint")
 		}
-		// unsourced: refusing while a load balancer uses the endpoint.
-		// Kubernetes issue 76316 suggests HNS deletes it anyway (another
-		// Service's load balancer then stops working); kept so nodenet's
-		// order (load balancers first) is checked.
-		for _, lbID := range sortedIDs(s.lbs) {
-			if slices.Contains(s.lbs[lbID].HostComputeEndpoints, id) {
-				return newError(OpDeleteEndpoint, KindInUse, id, "load balancer %s uses this endpoint", lbID)
-			}
-		}
+		// HNS deletes an endpoint a load balancer still uses: the load
+		// balancer stays, "degraded", with a reference to the missing
+		// endpoint (microsoft/wcnscripts PR 21), and traffic it sends there
+		// is lost (kubernetes issue 76316: winkernel deleted an endpoint
+		// another Service's load balancer used, and that Service stopped
+		// answering). The tracer drops what such a backend would get.
 		s.forgetEndpoint(id)
 		return nil
 	})
 }
 
-// forgetEndpoint removes an endpoint with everything that refers to it:
-// namespace attachments, and load balancers. unsourced: that HNS drops a
-// load balancer whose endpoint is gone. microsoft/wcnscripts PR 21 finds
-// load balancers left "degraded" with invalid endpoint references
-// instead; kept because a restart that loses a non-persistent network
-// (dropNonPersistent) must not leave load balancers the tracer would
-// deliver to a missing endpoint. s.mu held.
+// forgetEndpoint removes an endpoint and its namespace attachments. Load
+// balancers that use it keep the reference, degraded (microsoft/wcnscripts
+// PR 21; see DeleteEndpoint). s.mu held.
 func (s *Simulator) forgetEndpoint(id string) {
 	delete(s.endpoints, id)
 	for _, ns := range s.namespaces {
 		ns.EndpointIDs = slices.DeleteFunc(ns.EndpointIDs, func(x string) bool { return x == id })
-	}
-	for lbID, lb := range s.lbs {
-		if slices.Contains(lb.HostComputeEndpoints, id) {
-			delete(s.lbs, lbID)
-		}
 	}
 }
 

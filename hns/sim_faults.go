@@ -2,6 +2,7 @@ package hns
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -187,6 +188,7 @@ func (s *Simulator) dropNonPersistent() {
 		for epID, ep := range s.endpoints {
 			if ep.HostComputeNetwork == id {
 				s.forgetEndpoint(epID)
+				s.dropLoadBalancersUsing(epID)
 			}
 		}
 		delete(s.networks, id)
@@ -199,5 +201,19 @@ func (s *Simulator) dropNonPersistent() {
 func (s *Simulator) restoreLoadBalancers() {
 	for id := range s.lbs {
 		s.restoredLBs[id] = true
+	}
+}
+
+// dropLoadBalancersUsing removes the load balancers that use endpoint id,
+// for a restart that lost the endpoint's network. unsourced: that HNS
+// restores only load balancers whose endpoints survived (issue 139519
+// says it restores what it had, not what becomes of the others); kept so
+// a restart never leaves a load balancer to a network that is gone.
+// s.mu held.
+func (s *Simulator) dropLoadBalancersUsing(id string) {
+	for lbID, lb := range s.lbs {
+		if slices.Contains(lb.HostComputeEndpoints, id) {
+			delete(s.lbs, lbID)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -286,14 +287,6 @@ func TestSimulatorEnforcesHNSRules(t *testing.T) {
 				return h.sim.DeleteNetwork(ctx, h.net.ID)
 			},
 			want: KindInUse, wantMsg: "network still has 3 endpoints",
-		},
-		{
-			name: "deleting an endpoint a load balancer uses is refused",
-			do: func(t *testing.T, h *overlayHost) error {
-				mustLB(t, h.sim, clusterIPLB(clusterIP, 80, 8080, h.pod5.ID))
-				return h.sim.DeleteEndpoint(ctx, h.pod5.ID)
-			},
-			want: KindInUse, wantMsg: "uses this endpoint",
 		},
 		{
 			name: "attaching an endpoint to a second namespace is refused",
@@ -763,5 +756,44 @@ func TestSimulatorAssignsOverlayDRMAC(t *testing.T) {
 				t.Errorf("DR MAC = %q (%d policies), want %q", got, n2, tc.want)
 			}
 		})
+	}
+}
+
+// HNS deletes an endpoint a load balancer still uses and leaves the load
+// balancer degraded (microsoft/wcnscripts PR 21; kubernetes issue 76316):
+// it keeps listing the endpoint, and only the backends that still exist
+// get traffic; with none left the traffic is lost.
+func TestDeletingAnEndpointALoadBalancerUsesDegradesIt(t *testing.T) {
+	h := newOverlayHost(t, SimulatorOptions{})
+	lb := mustLB(t, h.sim, clusterIPLB(clusterIP, 80, 8080, h.pod5.ID, h.pod6.ID))
+	trace := func() *Trace {
+		t.Helper()
+		tr, err := h.sim.Trace(FromHost, Packet{Protocol: ProtocolTCP, Src: nodeIP, SrcPort: 40000, Dst: clusterIP, DstPort: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	if err := h.sim.DeleteEndpoint(ctx, h.pod5.ID); err != nil {
+		t.Fatalf("DeleteEndpoint of a backend: %v, want success as HNS", err)
+	}
+	got, err := h.sim.GetLoadBalancer(ctx, lb.ID)
+	if err != nil {
+		t.Fatalf("the load balancer went with its endpoint: %v", err)
+	}
+	if want := []string{h.pod5.ID, h.pod6.ID}; !slices.Equal(got.HostComputeEndpoints, want) {
+		t.Errorf("backends = %v, want %v (the deleted one still listed)", got.HostComputeEndpoints, want)
+	}
+	if d := h.sim.Dump(); !strings.Contains(d, h.pod5.ID+" (missing: degraded)") {
+		t.Errorf("dump does not show the missing backend:\n%s", d)
+	}
+	if b := trace().Backends(); !slices.Equal(b, []string{h.pod6.ID}) {
+		t.Errorf("backends reached = %v, want only %s", b, h.pod6.ID)
+	}
+	if err := h.sim.DeleteEndpoint(ctx, h.pod6.ID); err != nil {
+		t.Fatal(err)
+	}
+	if tr := trace(); tr.Dropped == "" || len(tr.Deliveries) != 0 {
+		t.Errorf("trace = %+v, want dropped: no backend left", tr)
 	}
 }

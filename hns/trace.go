@@ -307,6 +307,12 @@ func (s *Simulator) traceLoadBalancer(t *Trace, lb *LoadBalancer, p tracePacket)
 	dsr := lb.Flags&LoadBalancerFlagsDSR != 0
 	for _, id := range backends {
 		ep := s.endpoints[id]
+		if ep == nil {
+			// A degraded load balancer: its endpoint was deleted under it
+			// (DeleteEndpoint; kubernetes issue 76316: traffic to it is lost).
+			t.step("endpoint %s is gone (degraded load balancer)", id)
+			continue
+		}
 		backendIP := endpointAddrLike(ep, p.dst)
 		out := p.Packet
 		out.DstPort = pm.InternalPort

@@ -103,7 +103,7 @@ func TestDel(t *testing.T) {
 			t.Errorf("endpoints left: %v", names)
 		}
 	})
-	t.Run("DEL of an endpoint a load balancer uses fails as in use and keeps it", func(t *testing.T) {
+	t.Run("DEL of an endpoint a load balancer uses deletes it, as HNS does, and the load balancer loses that backend", func(t *testing.T) {
 		h := newHost(t, config.NetworkModeOverlay, hostOptions{})
 		p := pod(containerA, "eth0", h.namespace(t), "10.244.1.5")
 		ep := h.mustAdd(t, p)
@@ -114,28 +114,41 @@ func TestDel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = h.w.Del(bg, h.nw, p)
+		if err := h.w.Del(bg, h.nw, p); err != nil {
+			t.Fatalf("Del: %v", err)
+		}
+		if _, err := h.sim.GetEndpointByID(bg, ep.ID); !hns.IsNotFound(err) {
+			t.Errorf("endpoint still exists: %v", err)
+		}
+		got, err := h.sim.GetLoadBalancer(bg, lb.ID)
+		if err != nil {
+			t.Fatalf("the load balancer went with the endpoint: %v", err)
+		}
+		if len(got.HostComputeEndpoints) != 1 || got.HostComputeEndpoints[0] != ep.ID {
+			t.Errorf("load balancer backends = %v, want the deleted endpoint still listed", got.HostComputeEndpoints)
+		}
+		tr, err := h.sim.Trace(hns.FromHost, hns.Packet{Protocol: hns.ProtocolTCP, Src: "192.168.0.11", SrcPort: 40000, Dst: clusterDNS, DstPort: 53})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Dropped == "" {
+			t.Errorf("traffic to the degraded load balancer was delivered: %v", tr.Backends())
+		}
+	})
+	t.Run("DEL refused with HCN_E_ENTITY_HAS_REFERENCES says why and stays recognizable as in use", func(t *testing.T) {
+		h := newHost(t, config.NetworkModeOverlay, hostOptions{})
+		p := pod(containerA, "eth0", h.namespace(t), "10.244.1.5")
+		ep := h.mustAdd(t, p)
+		h.sim.InjectFault(hns.Fault{Op: hns.OpDeleteEndpoint, Every: 1, Err: &hns.Error{Op: hns.OpDeleteEndpoint, Kind: hns.KindInUse, Code: 0x803B002C}})
+		err := h.w.Del(bg, h.nw, p)
 		if !hns.IsInUse(err) {
 			t.Fatalf("Del error = %v, want one hns.IsInUse recognizes", err)
-		}
-		var hnsErr *hns.Error
-		if !errors.As(err, &hnsErr) || hnsErr.Op != hns.OpDeleteEndpoint {
-			t.Errorf("error %v does not carry the HNS DeleteEndpoint error", err)
 		}
 		if !strings.Contains(err.Error(), "a load balancer still uses it") {
 			t.Errorf("error %q does not say why", err)
 		}
 		if _, err := h.sim.GetEndpointByID(bg, ep.ID); err != nil {
 			t.Errorf("endpoint is gone: %v", err)
-		}
-		if err := h.sim.DeleteLoadBalancer(bg, lb.ID); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.w.Del(bg, h.nw, p); err != nil {
-			t.Errorf("Del once the load balancer is gone: %v", err)
-		}
-		if _, err := h.sim.GetEndpointByID(bg, ep.ID); !hns.IsNotFound(err) {
-			t.Errorf("endpoint still exists: %v", err)
 		}
 	})
 	t.Run("DEL keeps a transient HNS error recognizable", func(t *testing.T) {

@@ -49,9 +49,13 @@ type round struct {
 	ownership *ownership
 	// conflicted are the frontends a create found taken this round;
 	// relisted says load balancers were listed to resolve one.
-	conflicted  map[frontend]bool
-	relisted    bool
-	epsRelisted bool
+	conflicted map[frontend]bool
+	relisted   bool
+	// staleBackends are the frontends a create found naming an endpoint
+	// HNS no longer has; endpointsRelisted says the view was refreshed.
+	staleBackends     map[frontend]bool
+	endpointsRelisted bool
+	epsRelisted       bool
 
 	writes      int
 	blocked     []frontend // load balancers left for a missing endpoint
@@ -68,7 +72,8 @@ func (b *Backend) newRound(ctx context.Context, f *netFacts, st *proxy.State) *r
 		vips:    map[netip.Addr]bool{},
 		create:  map[netip.Addr]remoteSpec{},
 
-		conflicted: map[frontend]bool{},
+		conflicted:    map[frontend]bool{},
+		staleBackends: map[frontend]bool{},
 	}
 }
 
@@ -343,7 +348,37 @@ func (r *round) createLB(fe frontend, want *hns.LoadBalancer) {
 		r.adoptConflict(fe, want, err)
 		return
 	}
+	if hns.IsNotFound(err) && !r.staleBackends[fe] {
+		r.staleBackends[fe] = true
+		r.done(nil)
+		r.retryWithFreshEndpoints(fe, err)
+		return
+	}
 	r.done(fmt.Errorf("create load balancer %s: %w", fe, err))
+}
+
+// retryWithFreshEndpoints handles a create that names an endpoint HNS no
+// longer has: CNI deleted a pod's endpoint (HNS allows it under a load
+// balancer, microsoft/wcnscripts PR 21) and made a new one for the same
+// address since our last listing. One listing per round refreshes the
+// view; the frontend is resolved again and created once more.
+func (r *round) retryWithFreshEndpoints(fe frontend, cause error) {
+	if !r.endpointsRelisted {
+		if err := r.listEndpoints(); err != nil {
+			r.done(fmt.Errorf("create load balancer %s: %w; then: %w", fe, cause, err))
+			return
+		}
+		r.endpointsRelisted = true
+	}
+	want, ok := r.resolve(fe, r.want[fe])
+	switch {
+	case !ok:
+		r.blocked = append(r.blocked, fe)
+	case want == nil:
+		r.removeLB(fe)
+	default:
+		r.createLB(fe, want)
+	}
 }
 
 // adoptConflict handles "this frontend is taken" (0x803b0013, or 0xb7
