@@ -108,6 +108,15 @@ type ServicePort struct {
 	// InternalPolicyLocal and ExternalPolicyLocal are iTP/eTP Local.
 	InternalPolicyLocal bool
 	ExternalPolicyLocal bool
+	// TrafficDistribution is the Service's spec.trafficDistribution ("" when
+	// unset), carried for status and dumps: like kube-proxy, the brain
+	// narrows endpoints by the hints the EndpointSlice controller derives
+	// from it, never by the field itself.
+	TrafficDistribution string
+	// Topology is how the brain narrowed ClusterEndpoints: "" (every
+	// usable endpoint), "PreferSameZone" or "PreferSameNode" (kube-proxy's
+	// topology modes; no fallback was needed).
+	Topology string
 
 	// Endpoint sets, already filtered by readiness, terminating fallback
 	// (KEP-1669), traffic policy, topology and the DSR rules (KEP-5100).
@@ -151,6 +160,8 @@ func (a *ServicePort) Equal(b *ServicePort) bool {
 		a.PreserveDestination == b.PreserveDestination &&
 		a.InternalPolicyLocal == b.InternalPolicyLocal &&
 		a.ExternalPolicyLocal == b.ExternalPolicyLocal &&
+		a.TrafficDistribution == b.TrafficDistribution &&
+		a.Topology == b.Topology &&
 		slices.Equal(a.ClusterEndpoints, b.ClusterEndpoints) &&
 		slices.Equal(a.LocalEndpoints, b.LocalEndpoints) &&
 		slices.Equal(a.InternalEndpoints, b.InternalEndpoints) &&
