@@ -243,6 +243,7 @@ func (p *planner) external(out map[frontend]*lbSpec, sp *proxy.ServicePort, prot
 		s.kind, s.portFlags = kindExternalIP, hns.PortMappingFlagsVipExternalIP
 		p.add(out, frontend{vip: ip, proto: proto, port: sp.Port}, &s, eps, notes)
 	}
+	sourceRangesNotEnforced(sp, notes)
 	for _, ip := range sp.LoadBalancerIPs {
 		s := base
 		s.kind, s.portFlags = kindIngress, hns.PortMappingFlagsVipExternalIP
@@ -252,6 +253,20 @@ func (p *planner) external(out map[frontend]*lbSpec, sp *proxy.ServicePort, prot
 		}
 		p.add(out, frontend{vip: ip, proto: proto, port: sp.Port}, &s, localOnly, notes)
 	}
+}
+
+// sourceRangesNotEnforced reports loadBalancerSourceRanges on a port
+// with load-balancer IPs: no HNS version can enforce them for a load
+// balancer frontend (the package doc says why), so every source reaches
+// those IPs here, as on kube-proxy winkernel (kubernetes issues 107019,
+// 120033). Saying so beats accepting the ranges silently.
+func sourceRangesNotEnforced(sp *proxy.ServicePort, notes *notes) {
+	if len(sp.LoadBalancerSourceRanges) == 0 || len(sp.LoadBalancerIPs) == 0 {
+		return
+	}
+	notes.add(reasonSourceRanges, OpSourceRangesUnsupported,
+		"HNS load balancers cannot be limited to loadBalancerSourceRanges %v: load-balancer IPs %v accept every source on this Windows node; enforce the ranges at the cloud load balancer",
+		sp.LoadBalancerSourceRanges, sp.LoadBalancerIPs)
 }
 
 // add completes s with eps's backends and its source VIP and adds it,

@@ -44,6 +44,41 @@
 // the default (10800) gets the same event and count, saying it is not
 // applied.
 //
+// loadBalancerSourceRanges are not enforced, on any HNS version: a port
+// with ranges and load-balancer IPs gets a warning event
+// (LoadBalancerSourceRangesUnsupported) and an Observe count
+// (OpSourceRangesUnsupported), and is programmed as without them.
+// kube-proxy winkernel ignores them too (kubernetes issues 107019,
+// 120033). Why nothing here can enforce them:
+//
+//   - A load balancer has no source filter: hnslib's
+//     HostComputeLoadBalancer and LoadBalancerPortMapping carry VIPs,
+//     ports, flags and the distribution only.
+//   - HNS's filter is the endpoint ACL policy (hcn.AclPolicySetting,
+//     modelled in hns and honoured by its tracer), which sits on an
+//     endpoint's switch port. Only local pods have one here; a remote
+//     backend's packets leave this host unfiltered.
+//   - An ACL on a backend pod filters what reaches the pod, whatever
+//     frontend it came through: a rule keyed on the client's address
+//     would also block that client on the cluster IP, the node port,
+//     the pod IP and every other Service sharing the pod. Neither the
+//     frontend VIP nor the port it was reached on is left to key on
+//     after the load balancer's DNAT (only PreserveDIP keeps the VIP),
+//     and without DSR the source is the source VIP, not the client.
+//   - Any ACL turns the endpoint default-deny (microsoft/Windows-Containers
+//     issue 616), so one range on one Service would need allow-all rules
+//     that override the default of whoever else programs ACLs there
+//     (Calico's network policy, Azure CNI).
+//   - Whether HNS evaluates an endpoint's ACLs before or after the load
+//     balancer's NAT is not documented; TierAcl (HNS ≥ 14.0) and
+//     NetworkACL (≥ 15.0) exist in hnslib without a published meaning for
+//     load-balanced traffic.
+//
+// So a range on one Service can never block another that shares a
+// backend: nodenet writes no ACL at all. The event tells the operator to
+// enforce the ranges where they are meant to be, at the cloud load
+// balancer (or with network policy on the pods).
+//
 // Source VIP (the SNAT address of non-DSR traffic), per load balancer,
 // KEP-5100: on overlay, this node's IP when a backend is (a) outside
 // every cluster CIDR or (b) another node's address (hostNetwork pods);

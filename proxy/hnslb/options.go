@@ -99,6 +99,9 @@ const (
 	OpBackendLimit        = "backend_limit"
 	OpDSRUnsupported      = "dsr_unsupported"
 	OpMixedTargetPorts    = "mixed_target_ports"
+	// OpSourceRangesUnsupported counts service ports whose
+	// loadBalancerSourceRanges HNS cannot enforce (see the package doc).
+	OpSourceRangesUnsupported = "load_balancer_source_ranges_unsupported"
 )
 
 // Backend is the Windows proxy.Backend: it programs HNS load balancers

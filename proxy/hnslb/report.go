@@ -19,6 +19,7 @@ const (
 	reasonBackendLimit = "TooManyBackends"
 	reasonNoDSR        = "DSRUnsupported"
 	reasonMixedPorts   = "MixedTargetPorts"
+	reasonSourceRanges = "LoadBalancerSourceRangesUnsupported"
 )
 
 // notes collects what planning one service port could not honor, one
