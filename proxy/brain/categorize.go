@@ -1,6 +1,10 @@
 package brain
 
-import "github.com/nodenet/nodenet/proxy"
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodenet/nodenet/proxy"
+)
 
 // categorize fills sp's endpoint sets from the port's endpoints (sorted,
 // de-duplicated), following kube-proxy's CategorizeEndpoints:
@@ -48,6 +52,7 @@ func categorize(sp *proxy.ServicePort, eps []endpoint) {
 	if usesCluster {
 		if anyReady {
 			mode := topologyMode(eps)
+			sp.Topology = mode.String()
 			sp.ClusterEndpoints = filter(eps, func(ep *endpoint) bool { return ep.Ready && mode.allows(ep) })
 		} else {
 			sp.ClusterEndpoints = filter(eps, servingTerminating)
@@ -145,12 +150,27 @@ const (
 	topologySameNode
 )
 
+// String is the mode's name as ServicePort.Topology reports it: the
+// Service API's names for the two preferences.
+func (t topology) String() string {
+	switch t {
+	case topologySameZone:
+		return v1.ServiceTrafficDistributionPreferSameZone
+	case topologySameNode:
+		return v1.ServiceTrafficDistributionPreferSameNode
+	}
+	return ""
+}
+
 // topologyMode follows kube-proxy's topologyModeFromHints: node hints win
 // when every ready endpoint has one and one names this node; else zone
 // hints when every ready endpoint has one and one names this node's zone;
-// else none (every ready endpoint). The Service's trafficDistribution and
-// topology-mode annotation only reach the proxy through the hints the
-// EndpointSlice controller writes.
+// else none (every ready endpoint). The Service's trafficDistribution
+// (PreferClose and PreferSameZone: each endpoint hinted for its own zone;
+// PreferSameNode: for its own node and zone) and topology-mode annotation
+// reach the proxy only through the hints the EndpointSlice controller
+// writes, so hand-made or mirrored slices without hints, or a Service the
+// controller has not caught up with, get every endpoint, as in kube-proxy.
 func topologyMode(eps []endpoint) topology {
 	anyReady := false
 	allNode, forNode := true, false

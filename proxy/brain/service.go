@@ -154,6 +154,7 @@ func (c *computer) common(svc *v1.Service) proxy.ServicePort {
 		}
 	}
 	sp.PreserveDestination = svc.Annotations[annotationPreserveDestination] == "true"
+	sp.TrafficDistribution = deref(svc.Spec.TrafficDistribution, "")
 	return sp
 }
 
