@@ -131,6 +131,18 @@ func setNetworkDefaults(n *NetworkConfiguration) {
 	if n.SourceVIP == "" {
 		n.SourceVIP = SourceVIPAuto
 	}
+	if n.PodCIDRAllocation == "" {
+		n.PodCIDRAllocation = PodCIDRAllocationController
+	}
+	// Mask sizes only where they are used, like VXLAN.
+	if n.PodCIDRAllocation == PodCIDRAllocationAgent {
+		if n.NodeCIDRMaskSizeIPv4 == nil {
+			n.NodeCIDRMaskSizeIPv4 = ptr(int32(DefaultNodeCIDRMaskSizeIPv4))
+		}
+		if n.NodeCIDRMaskSizeIPv6 == nil {
+			n.NodeCIDRMaskSizeIPv6 = ptr(int32(DefaultNodeCIDRMaskSizeIPv6))
+		}
+	}
 }
 
 func setProxyDefaults(p *ProxyConfiguration, clusterCIDRs []string) {

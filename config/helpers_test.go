@@ -150,10 +150,11 @@ func wantDefaultConfig(cni CNIConfiguration) *AgentConfiguration {
 		MinSyncPeriod:  durationPtr(time.Second),
 		ConfigHardFail: ptr(true),
 		Network: NetworkConfiguration{
-			Mode:      NetworkModeOverlay,
-			Name:      "nodenet",
-			VXLAN:     &VXLANConfiguration{VNI: 4096, Port: 4789},
-			SourceVIP: "auto",
+			Mode:              NetworkModeOverlay,
+			Name:              "nodenet",
+			VXLAN:             &VXLANConfiguration{VNI: 4096, Port: 4789},
+			SourceVIP:         "auto",
+			PodCIDRAllocation: PodCIDRAllocationController,
 		},
 		Proxy: ProxyConfiguration{
 			DetectLocal:        DetectLocalConfiguration{Mode: DetectLocalClusterCIDR, ClusterCIDRs: []string{"10.244.0.0/16"}},

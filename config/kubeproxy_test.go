@@ -41,10 +41,11 @@ func TestKubeProxyFilesImport(t *testing.T) {
 				ConfigHardFail: ptr(true),
 				FeatureGates:   map[string]bool{"WinDSR": true, "WinOverlay": true},
 				Network: NetworkConfiguration{
-					Mode:      NetworkModeOverlay,
-					Name:      "vxlan0",
-					VXLAN:     &VXLANConfiguration{VNI: 4096, Port: 4789},
-					SourceVIP: "10.244.1.2",
+					Mode:              NetworkModeOverlay,
+					Name:              "vxlan0",
+					VXLAN:             &VXLANConfiguration{VNI: 4096, Port: 4789},
+					SourceVIP:         "10.244.1.2",
+					PodCIDRAllocation: PodCIDRAllocationController,
 				},
 				Proxy: ProxyConfiguration{
 					EnableDSR:          true,
@@ -83,9 +84,10 @@ func TestKubeProxyFilesImport(t *testing.T) {
 				MinSyncPeriod:  durationPtr(time.Second),
 				ConfigHardFail: ptr(true),
 				Network: NetworkConfiguration{
-					Mode:      NetworkModeL2Bridge,
-					Name:      "nodenet",
-					SourceVIP: "auto",
+					Mode:              NetworkModeL2Bridge,
+					Name:              "nodenet",
+					SourceVIP:         "auto",
+					PodCIDRAllocation: PodCIDRAllocationController,
 				},
 				Proxy: ProxyConfiguration{
 					DetectLocal: DetectLocalConfiguration{

@@ -63,6 +63,7 @@ func TestLoadValidFiles(t *testing.T) {
 					VXLAN:             &VXLANConfiguration{VNI: 4096, Port: 4789},
 					MTU:               1450,
 					SourceVIP:         "auto",
+					PodCIDRAllocation: PodCIDRAllocationController,
 					ExternalInterface: "Ethernet 2",
 				},
 				Proxy: ProxyConfiguration{
@@ -96,6 +97,7 @@ func TestLoadValidFiles(t *testing.T) {
 					Name:              "nodenet0",
 					MTU:               9000,
 					SourceVIP:         "auto",
+					PodCIDRAllocation: PodCIDRAllocationController,
 					ExternalInterface: "eth0",
 					AllowRecreate:     true,
 				},

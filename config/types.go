@@ -181,7 +181,50 @@ type NetworkConfiguration struct {
 	// mismatch is reported and the agent does not touch the network (it may
 	// carry running pods). Default: false. Node-local.
 	AllowRecreate bool `json:"allowRecreate"`
+	// PodCIDRAllocation says who sets each Node's spec.podCIDRs, which the
+	// network waits for: "controller" (kube-controller-manager's Node IPAM,
+	// --allocate-node-cidrs) or "agent" (one agent at a time, elected with
+	// the Lease "nodenet-pod-cidr-allocator" in the agent's namespace, hands
+	// each Node without pod CIDRs a free subnet of every ClusterCIDRs entry
+	// at NodeCIDRMaskSizeIPv4/IPv6; for clusters without Node IPAM). With
+	// "agent" the agent's service account also needs get/create/update on
+	// that Lease (deploy/base/rbac.yaml), and Node IPAM must be off: two
+	// allocators would hand out the same subnets. Default: "controller".
+	// Cluster-wide.
+	PodCIDRAllocation PodCIDRAllocation `json:"podCIDRAllocation,omitempty"`
+	// NodeCIDRMaskSizeIPv4 is the prefix length of each Node's IPv4 pod
+	// CIDR when PodCIDRAllocation is "agent" (kube-controller-manager's
+	// --node-cidr-mask-size-ipv4): at least the IPv4 cluster CIDR's prefix
+	// length, at most 30. Default: 24 with "agent", else unset. Cluster-wide.
+	NodeCIDRMaskSizeIPv4 *int32 `json:"nodeCIDRMaskSizeIPv4,omitempty"`
+	// NodeCIDRMaskSizeIPv6 is the prefix length of each Node's IPv6 pod
+	// CIDR when PodCIDRAllocation is "agent" (kube-controller-manager's
+	// --node-cidr-mask-size-ipv6): at least the IPv6 cluster CIDR's prefix
+	// length, at most 126. Default: 64 with "agent", else unset.
+	// Cluster-wide.
+	NodeCIDRMaskSizeIPv6 *int32 `json:"nodeCIDRMaskSizeIPv6,omitempty"`
 }
+
+// PodCIDRAllocation says who sets Node.spec.podCIDRs.
+type PodCIDRAllocation string
+
+// Supported pod CIDR allocators.
+const (
+	// PodCIDRAllocationController leaves it to kube-controller-manager.
+	PodCIDRAllocationController PodCIDRAllocation = "controller"
+	// PodCIDRAllocationAgent has the elected nodenet-agent set it.
+	PodCIDRAllocationAgent PodCIDRAllocation = "agent"
+)
+
+// Bounds and defaults of the agent's pod CIDR allocation.
+const (
+	DefaultNodeCIDRMaskSizeIPv4 = 24
+	DefaultNodeCIDRMaskSizeIPv6 = 64
+	// MaxNodeCIDRMaskSizeIPv4 leaves a node room for its gateway, the
+	// source VIP and a pod (GatewayOffset, SourceVIPOffset).
+	MaxNodeCIDRMaskSizeIPv4 = 30
+	MaxNodeCIDRMaskSizeIPv6 = 126
+)
 
 // VXLANConfiguration is the encapsulation of overlay mode.
 type VXLANConfiguration struct {

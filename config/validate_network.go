@@ -43,6 +43,44 @@ func (v *validator) validateNetwork() {
 	v.validateMTU(path.Child("mtu"), n.MTU)
 	v.validateSourceVIP(path.Child("sourceVIP"), n)
 	v.validateExternalInterface(path.Child("externalInterface"), n.ExternalInterface)
+	v.validatePodCIDRAllocation(path, n)
+}
+
+// validatePodCIDRAllocation checks the allocator and, with "agent", that
+// each cluster CIDR holds at least one node subnet of its family's size.
+func (v *validator) validatePodCIDRAllocation(path *field.Path, n *NetworkConfiguration) {
+	allocators := []PodCIDRAllocation{PodCIDRAllocationController, PodCIDRAllocationAgent}
+	if !slices.Contains(allocators, n.PodCIDRAllocation) {
+		v.err(field.NotSupported(path.Child("podCIDRAllocation"), n.PodCIDRAllocation, allocators))
+		return
+	}
+	if n.PodCIDRAllocation != PodCIDRAllocationAgent {
+		for _, f := range []struct {
+			name string
+			size *int32
+		}{{"nodeCIDRMaskSizeIPv4", n.NodeCIDRMaskSizeIPv4}, {"nodeCIDRMaskSizeIPv6", n.NodeCIDRMaskSizeIPv6}} {
+			if f.size != nil {
+				v.warn(path.Child(f.name), "ignored: podCIDRAllocation is %s, mask sizes only apply to agent", n.PodCIDRAllocation)
+			}
+		}
+		return
+	}
+	for _, s := range v.cfg.ClusterCIDRs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			continue // clusterCIDRs has its own error
+		}
+		name, size, most := "nodeCIDRMaskSizeIPv4", n.NodeCIDRMaskSizeIPv4, int32(MaxNodeCIDRMaskSizeIPv4)
+		if p.Addr().Is6() {
+			name, size, most = "nodeCIDRMaskSizeIPv6", n.NodeCIDRMaskSizeIPv6, MaxNodeCIDRMaskSizeIPv6
+		}
+		if size == nil {
+			v.err(field.Required(path.Child(name), "the prefix length of each node's pod CIDR"))
+		} else if *size < int32(p.Bits()) || *size > most {
+			v.err(field.Invalid(path.Child(name), *size,
+				fmt.Sprintf("must be between %d (the prefix length of cluster CIDR %s) and %d", p.Bits(), s, most)))
+		}
+	}
 }
 
 func (v *validator) validateNetworkName(path *field.Path, name string) {

@@ -236,6 +236,43 @@ func TestValidateCrossFieldRules(t *testing.T) {
 			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "windows.maxBackendsPerLoadBalancer"}},
 		},
 		{
+			name:         "agent pod CIDR allocation defaults its mask sizes and is valid",
+			yaml:         cfgYAML + "network: {podCIDRAllocation: agent}\n",
+			os:           OSLinux,
+			wantFamilies: []IPFamily{IPv4},
+		},
+		{
+			name:     "an unknown pod CIDR allocator is an error",
+			yaml:     cfgYAML + "network: {podCIDRAllocation: kcm}\n",
+			os:       OSLinux,
+			wantErrs: []fieldErr{{field.ErrorTypeNotSupported, "network.podCIDRAllocation"}},
+		},
+		{
+			name:     "a node mask shorter than the cluster CIDR's is an error",
+			yaml:     cfgYAML + "network: {podCIDRAllocation: agent, nodeCIDRMaskSizeIPv4: 15}\n",
+			os:       OSLinux,
+			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "network.nodeCIDRMaskSizeIPv4"}},
+		},
+		{
+			name:     "an IPv4 node mask that leaves no room for a pod is an error",
+			yaml:     cfgYAML + "network: {podCIDRAllocation: agent, nodeCIDRMaskSizeIPv4: 31}\n",
+			os:       OSWindows,
+			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "network.nodeCIDRMaskSizeIPv4"}},
+		},
+		{
+			name:     "a dual-stack IPv6 node mask shorter than the IPv6 cluster CIDR's is an error",
+			yaml:     dualStackYAML + "ipFamilyPolicy: PreferDualStack\nnetwork: {mode: l2bridge, podCIDRAllocation: agent, nodeCIDRMaskSizeIPv6: 48}\n",
+			os:       OSLinux,
+			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "network.nodeCIDRMaskSizeIPv6"}},
+		},
+		{
+			name:         "mask sizes under controller allocation are ignored with a warning",
+			yaml:         cfgYAML + "network: {nodeCIDRMaskSizeIPv4: 26}\n",
+			os:           OSLinux,
+			wantWarnings: []string{"network.nodeCIDRMaskSizeIPv4"},
+			wantFamilies: []IPFamily{IPv4},
+		},
+		{
 			name:         "UNC and forward-slash Windows paths are absolute",
 			yaml:         cfgYAML + "cni: {dataDir: '\\\\server\\share\\nodenet', binDir: 'D:/cni/bin'}\n",
 			os:           OSWindows,
@@ -258,6 +295,14 @@ func TestValidateCrossFieldRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestAgentPodCIDRAllocationDefaultsKubeControllerManagersMaskSizes(t *testing.T) {
+	cfg, _ := mustLoad(t, []byte(cfgYAML+"network: {podCIDRAllocation: agent}\n"), testOptions(OSLinux))
+	got := []*int32{cfg.Network.NodeCIDRMaskSizeIPv4, cfg.Network.NodeCIDRMaskSizeIPv6}
+	if diff := cmp.Diff([]*int32{ptr(int32(24)), ptr(int32(64))}, got); diff != "" {
+		t.Errorf("mask sizes (-want +got):\n%s", diff)
 	}
 }
 
