@@ -109,7 +109,7 @@ func zonedService(dist string, rv int) *v1.Service {
 }
 
 // zonedSlice is the Service's slice with endpoints at ips (each on the
-// node on names), hinted for dist.
+// node on[ip]), hinted for dist.
 func zonedSlice(dist string, rv int, on map[string]string, ips []string) *discoveryv1.EndpointSlice {
 	name, proto, port := "http", v1.ProtocolTCP, int32(8080)
 	s := &discoveryv1.EndpointSlice{
