@@ -201,6 +201,25 @@ func TestTranslationToHCN(t *testing.T) {
 		SchemaVersion: V2,
 	}
 
+	// An endpoint with the ACL rules a firewall on it takes: every field
+	// of hcn.AclPolicySetting, both directions, both rule types.
+	withACLs := &Endpoint{
+		ID:                 testEndpointID,
+		Name:               "pod-b_eth0",
+		HostComputeNetwork: testNetworkID,
+		IpConfigurations:   []IPConfig{{IpAddress: "10.244.1.6", PrefixLength: 24}},
+		Policies: []EndpointPolicy{
+			{Type: EndpointPolicyACL, ACL: &ACLPolicy{
+				Protocols: "6", Action: ACLActionAllow, Direction: ACLDirectionIn,
+				LocalAddresses: "10.244.1.6", RemoteAddresses: "198.51.100.0/24,192.0.2.10",
+				LocalPorts: "8080", RemotePorts: "1024-65535", RuleType: ACLRuleTypeSwitch, Priority: 100,
+			}},
+			{Type: EndpointPolicyACL, ACL: &ACLPolicy{Action: ACLActionBlock, Direction: ACLDirectionOut, RuleType: ACLRuleTypeHost, Priority: 65000}},
+			{Type: EndpointPolicyACL, ACL: &ACLPolicy{Protocols: ACLProtocolAny, Action: ACLActionAllow, Direction: ACLDirectionIn, Priority: 65500}},
+		},
+		SchemaVersion: V2,
+	}
+
 	const allPortMappingFlags = PortMappingFlagsILB | PortMappingFlagsLocalRoutedVIP |
 		PortMappingFlagsUseMux | PortMappingFlagsPreserveDIP | PortMappingFlagsVipExternalIP
 	lb := &LoadBalancer{
@@ -320,6 +339,17 @@ func TestTranslationToHCN(t *testing.T) {
 				{string(hcn.NetworkProviderAddress), hcn.ProviderAddressEndpointPolicySetting{ProviderAddress: "192.168.1.11"}},
 			})
 		})},
+		{"an endpoint's ACL policies keep every field through hcn", roundTrip(withACLs, func(t *testing.T, h *hcn.HostComputeEndpoint) {
+			checkEndpointPolicies(t, h.Policies, []wantPolicy{
+				{string(hcn.ACL), hcn.AclPolicySetting{
+					Protocols: "6", Action: hcn.ActionTypeAllow, Direction: hcn.DirectionTypeIn,
+					LocalAddresses: "10.244.1.6", RemoteAddresses: "198.51.100.0/24,192.0.2.10",
+					LocalPorts: "8080", RemotePorts: "1024-65535", RuleType: hcn.RuleTypeSwitch, Priority: 100,
+				}},
+				{string(hcn.ACL), hcn.AclPolicySetting{Action: hcn.ActionTypeBlock, Direction: hcn.DirectionTypeOut, RuleType: hcn.RuleTypeHost, Priority: 65000}},
+				{string(hcn.ACL), hcn.AclPolicySetting{Protocols: "256", Action: hcn.ActionTypeAllow, Direction: hcn.DirectionTypeIn, Priority: 65500}},
+			})
+		})},
 		{"a DSR IPv6 load balancer keeps every port-mapping flag and distribution through hcn", roundTrip(lb, func(t *testing.T, h *hcn.HostComputeLoadBalancer) {
 			if want := hcn.LoadBalancerFlagsDSR | 2; h.Flags != want {
 				t.Errorf("hcn load balancer Flags = %d, want DSR|IPv6 (%d)", h.Flags, want)
@@ -423,6 +453,14 @@ func TestConstantsMatchHCN(t *testing.T) {
 		{string(EndpointPolicyProviderAddress), string(hcn.NetworkProviderAddress)},
 		{string(EndpointPolicyPortMapping), string(hcn.PortMapping)},
 		{string(EndpointPolicyEncapOverhead), string(hcn.EncapOverhead)},
+		{string(EndpointPolicyACL), string(hcn.ACL)},
+		{string(ACLActionAllow), string(hcn.ActionTypeAllow)},
+		{string(ACLActionBlock), string(hcn.ActionTypeBlock)},
+		{string(ACLActionPass), string(hcn.ActionTypePass)},
+		{string(ACLDirectionIn), string(hcn.DirectionTypeIn)},
+		{string(ACLDirectionOut), string(hcn.DirectionTypeOut)},
+		{string(ACLRuleTypeHost), string(hcn.RuleTypeHost)},
+		{string(ACLRuleTypeSwitch), string(hcn.RuleTypeSwitch)},
 		{string(SubnetPolicyVSID), string(hcn.VSID)},
 		{string(SubnetPolicyVLAN), string(hcn.VLAN)},
 		{string(NamespaceTypeHost), string(hcn.NamespaceTypeHost)},

@@ -34,6 +34,7 @@ func cloneEndpointPolicy(p EndpointPolicy) EndpointPolicy {
 	p.ProviderAddress = clonePtr(p.ProviderAddress)
 	p.PortMapping = clonePtr(p.PortMapping)
 	p.EncapOverhead = clonePtr(p.EncapOverhead)
+	p.ACL = clonePtr(p.ACL)
 	p.Raw = slices.Clone(p.Raw)
 	return p
 }

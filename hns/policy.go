@@ -121,6 +121,8 @@ const (
 	EndpointPolicyProviderAddress EndpointPolicyType = "ProviderAddress"
 	EndpointPolicyPortMapping     EndpointPolicyType = "PortMapping"
 	EndpointPolicyEncapOverhead   EndpointPolicyType = "EncapOverhead"
+	// EndpointPolicyACL is a firewall rule on the endpoint (hcn.ACL).
+	EndpointPolicyACL EndpointPolicyType = "ACL"
 )
 
 // NatFlags are flags of NAT policies.
@@ -174,6 +176,7 @@ type EndpointPolicy struct {
 	ProviderAddress *ProviderAddressPolicy
 	PortMapping     *PortMappingPolicy
 	EncapOverhead   *EncapOverheadPolicy
+	ACL             *ACLPolicy
 	Raw             json.RawMessage
 }
 
@@ -189,6 +192,8 @@ func (p EndpointPolicy) settings() any {
 		return p.PortMapping
 	case EndpointPolicyEncapOverhead:
 		return p.EncapOverhead
+	case EndpointPolicyACL:
+		return p.ACL
 	}
 	return nil
 }
@@ -216,6 +221,8 @@ func (p *EndpointPolicy) UnmarshalJSON(b []byte) error {
 		return decodeSettings(settings, &p.PortMapping)
 	case EndpointPolicyEncapOverhead:
 		return decodeSettings(settings, &p.EncapOverhead)
+	case EndpointPolicyACL:
+		return decodeSettings(settings, &p.ACL)
 	}
 	p.Raw = settings
 	return nil

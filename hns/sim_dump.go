@@ -144,6 +144,10 @@ func describeEndpointPolicy(p EndpointPolicy) string {
 		return fmt.Sprintf("PortMapping %s %s:%d -> %d", pm.Protocol, orNone(pm.VIP), pm.ExternalPort, pm.InternalPort)
 	case p.EncapOverhead != nil:
 		return fmt.Sprintf("EncapOverhead %d", p.EncapOverhead.Overhead)
+	case p.ACL != nil:
+		a := p.ACL
+		return fmt.Sprintf("ACL %s %s priority=%d protocols=%s local=%s:%s remote=%s:%s", a.Direction, a.Action, a.Priority,
+			orAny(a.Protocols), orAny(a.LocalAddresses), orAny(a.LocalPorts), orAny(a.RemoteAddresses), orAny(a.RemotePorts))
 	}
 	return fmt.Sprintf("%s %s", p.Type, string(p.Raw))
 }
@@ -204,4 +208,11 @@ func flagNames(v uint32, names []string) string {
 		out = append(out, fmt.Sprintf("%#x", v))
 	}
 	return orNone(strings.Join(out, "|"))
+}
+
+func orAny(s string) string {
+	if s == "" {
+		return "any"
+	}
+	return s
 }

@@ -139,6 +139,8 @@ func (s *Simulator) validateEndpointPolicy(label string, ep *Endpoint, p Endpoin
 		}
 	case EndpointPolicyPortMapping:
 		return s.validateHostPort(label, p.PortMapping)
+	case EndpointPolicyACL:
+		return validateACL(label, p.ACL)
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ var markedRules = []string{
 	"outboundNATFor", "natApplies", "hostCannotForward",
 	"dropNonPersistent", "restoreLoadBalancers", "forgetEndpoint",
 	"modifyRule", "scheduleProviderAddress", "settleNetworks",
-	"assignDRMAC", "newDefaultNamespace",
+	"assignDRMAC", "newDefaultNamespace", "aclBlocks",
 }
 
 // ruleFields are the Trace/Delivery/Packet fields a packet rule sets

@@ -42,6 +42,10 @@ import (
 // ProviderAddress policy, else the network's RemoteSubnetRoute covering it)
 // with the subnet's VSID; on L2Bridge it is routed on the underlay.
 //
+// Endpoint ACLs (sim_acl.go): a sending endpoint's Out rules see the
+// packet as sent, a receiving local endpoint's In rules the packet as
+// delivered; an endpoint with any ACL denies what no rule allows.
+//
 // With no matching load balancer the packet is routed: to a local endpoint,
 // through a RemoteSubnetRoute, to the host, or out of the external adapter,
 // where the sending endpoint's OutBoundNAT policy SNATs it to the host
@@ -167,6 +171,9 @@ func (s *Simulator) Trace(from Entry, p Packet) (*Trace, error) {
 		t.step("sender is endpoint %s", sender.ID)
 	}
 	pkt := tracePacket{Packet: p, src: src, dst: dst}
+	if sender != nil && outboundBlocked(t, sender, pkt) {
+		return t, nil
+	}
 	if lb := s.matchLoadBalancer(from, pkt); lb != nil {
 		s.traceLoadBalancer(t, lb, pkt)
 		return t, nil
@@ -305,6 +312,7 @@ func (s *Simulator) traceLoadBalancer(t *Trace, lb *LoadBalancer, p tracePacket)
 		t.step("session affinity (%s) pins %s to endpoint %s", distributionName(pm.DistributionType), key, backends[0])
 	}
 	dsr := lb.Flags&LoadBalancerFlagsDSR != 0
+	aclDrops := 0
 	for _, id := range backends {
 		ep := s.endpoints[id]
 		if ep == nil {
@@ -323,6 +331,10 @@ func (s *Simulator) traceLoadBalancer(t *Trace, lb *LoadBalancer, p tracePacket)
 			out.Src = lb.SourceVIP
 		}
 		d := Delivery{EndpointID: id, Packet: out, DSR: dsr, Target: TargetLocalEndpoint}
+		if !ep.IsRemote() && inboundBlocked(t, ep, out) {
+			aclDrops++
+			continue
+		}
 		if ep.IsRemote() {
 			d.Target = TargetRemoteEndpoint
 			if !s.attachEncap(t, &d, ep, backendIP) {
@@ -334,6 +346,9 @@ func (s *Simulator) traceLoadBalancer(t *Trace, lb *LoadBalancer, p tracePacket)
 	}
 	if len(t.Deliveries) == 0 {
 		t.Dropped = "no backend is reachable"
+		if aclDrops > 0 {
+			t.Dropped = "the backends' ACLs block it"
+		}
 		t.step("dropped: %s", t.Dropped)
 	}
 }
@@ -423,6 +438,11 @@ func (s *Simulator) traceRoute(t *Trace, from Entry, sender *Endpoint, p tracePa
 		if why := s.hostCannotForward(ep); from == FromHost && why != "" {
 			t.Dropped = why
 			t.step("dropped: %s", why)
+			return
+		}
+		if inboundBlocked(t, ep, p.Packet) {
+			t.Dropped = "blocked by an ACL of endpoint " + ep.ID
+			t.step("dropped: %s", t.Dropped)
 			return
 		}
 		t.step("-> local endpoint %s", ep.ID)
