@@ -113,6 +113,9 @@ func TestTraceACLs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if len(tc.backendACLs) > 0 && !strings.Contains(s.Dump(), "policy ACL In ") {
+				t.Errorf("the dump does not show the backend's ACLs:\n%s", s.Dump())
+			}
 			if tc.wantDrop == "" {
 				if len(tr.Deliveries) != 1 || tr.Deliveries[0].EndpointID != be.ID {
 					t.Errorf("deliveries %v (dropped %q), want the backend\n%s", tr.Backends(), tr.Dropped, tr)
