@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -133,7 +131,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	log.Info("Starting nodenet-agent", "version", a.version, "dataplane", a.opts.Dataplane, "source", a.source.String(),
 		"mode", cfg.Network.Mode, "network", cfg.Network.Name, "dsr", cfg.Proxy.EnableDSR)
 
-	client, err := newAgentClient(a.opts.Kubeconfig, log)
+	client, err := newAgentClient(ctx, a.opts, cfg.ServiceCIDRs, log)
 	if err != nil {
 		return err
 	}
@@ -377,34 +375,11 @@ func (a *Agent) keepConflist(ctx context.Context) error {
 	return w.Run(ctx, a.cfg.SyncPeriod.Duration)
 }
 
-// restConfig is the API client's config: in-cluster by default, else
-// kubeconfig, speaking protobuf as kube-proxy does.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	var rc *rest.Config
-	var err error
-	if kubeconfig == "" {
-		rc, err = rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster API config (pass --kubeconfig outside a pod): %w", err)
-		}
-	} else {
-		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-		}
-	}
-	rc = rest.CopyConfig(rc)
-	rc.UserAgent = "nodenet-agent"
-	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return rc, nil
-}
-
 // newAgentClient is the running agent's API client. Its reads wait out an
 // API server that is down (apiwait), so the informers are not left in a
 // grown backoff when it returns.
-func newAgentClient(kubeconfig string, log klog.Logger) (kubernetes.Interface, error) {
-	rc, err := restConfig(kubeconfig)
+func newAgentClient(ctx context.Context, o Options, serviceCIDRs []string, log klog.Logger) (kubernetes.Interface, error) {
+	rc, err := restConfig(ctx, o, serviceCIDRs, log)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/nodenet/nodenet/overlay"
 )
@@ -30,13 +31,15 @@ const maxEventMessage = 1024
 // RecordConfigError records e as a Warning Event on this Node, so an
 // operator sees why the agent won't start without reading its log. It is
 // best effort, bounded by timeout: a missing kubeconfig or an unreachable
-// API server only costs the Event.
-func RecordConfigError(e *ConfigError, kubeconfig string, timeout time.Duration) error {
+// API server only costs the Event. o are the Options given to New.
+func RecordConfigError(e *ConfigError, o Options, timeout time.Duration) error {
 	node := e.Config.Config.NodeName
 	if node == "" {
 		return fmt.Errorf("no node name to record the config error on")
 	}
-	rc, err := restConfig(kubeconfig)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rc, err := restConfig(ctx, o, e.Config.Config.ServiceCIDRs, klog.Background())
 	if err != nil {
 		return err
 	}
@@ -44,8 +47,6 @@ func RecordConfigError(e *ConfigError, kubeconfig string, timeout time.Duration)
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	msg := "nodenet-agent refuses to start (configHardFail): " + e.Error()
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."

@@ -69,8 +69,12 @@ type Options struct {
 	// ConfigFile is --config: an AgentConfiguration, a
 	// KubeProxyConfiguration or a flannel net-conf.json. Required.
 	ConfigFile string
-	// Kubeconfig is --kubeconfig; empty means the in-cluster config.
+	// Kubeconfig is --kubeconfig; empty means the pod's service account
+	// at the address package apiaddr discovers.
 	Kubeconfig string
+	// APIServer is --apiserver (https://host:port): with no Kubeconfig,
+	// the API server address before discovery (package apiaddr).
+	APIServer string
 	// Dataplane is --dataplane; empty means DefaultDataplane().
 	Dataplane Dataplane
 	// Source is --source: "kubernetes" (empty) or "files:DIR".

@@ -50,6 +50,7 @@ type flags struct {
 	config        string
 	writeConfigTo string
 	kubeconfig    string
+	apiserver     string
 	dataplane     string
 	source        string
 }
@@ -66,7 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs.StringVar(&f.config, "config", "", "the config: an AgentConfiguration, a KubeProxyConfiguration or a flannel net-conf.json (detected by content; required)")
 	fs.StringVar(&f.writeConfigTo, "write-config-to", "", "write the loaded config as the latest AgentConfiguration to this file and exit")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: the in-cluster config)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: the pod's service account, at the address discovery finds)")
+	fs.StringVar(&f.apiserver, "apiserver", "", "the API server address (https://host:port) with the pod's service account; default: "+agent.APIServerDiscoveryOrder)
 	fs.StringVar(&f.dataplane, "dataplane", string(agent.DefaultDataplane()), "what to program: linux (netlink + nftables), hns (Windows) or sim (the HNS simulator: what a Windows node would get)")
 	fs.StringVar(&f.source, "source", "kubernetes", "where the proxy reads Services and EndpointSlices: kubernetes or files:DIR")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
@@ -98,18 +100,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if f.writeConfigTo != "" {
 		return writeConfig(f, dp, stdout, stderr)
 	}
-	a, err := agent.New(agent.Options{
+	opts := agent.Options{
 		ConfigFile: f.config,
 		Kubeconfig: f.kubeconfig,
+		APIServer:  f.apiserver,
 		Dataplane:  dp,
 		Source:     f.source,
 		Logger:     klog.Background(),
-	})
+	}
+	a, err := agent.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "nodenet-agent: %v\n", err)
 		var cfgErr *agent.ConfigError
 		if errors.As(err, &cfgErr) {
-			if err := agent.RecordConfigError(cfgErr, f.kubeconfig, configEventTimeout); err != nil {
+			if err := agent.RecordConfigError(cfgErr, opts, configEventTimeout); err != nil {
 				fmt.Fprintf(stderr, "nodenet-agent: could not record the config error on the Node: %v\n", err)
 			}
 		}
