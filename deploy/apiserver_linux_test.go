@@ -13,6 +13,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/nodenet/nodenet/agent/apiaddr"
 	"github.com/nodenet/nodenet/test/apiserver"
 )
 
@@ -145,13 +147,19 @@ func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T
 			{nsAttrs(v1.GroupName, "secrets", namespace, "get"), false},
 			{attrs(v1.GroupName, "secrets", "", "list"), false},
 			{nsAttrs(v1.GroupName, "configmaps", namespace, "get"), false},
+			// API server discovery: kube-proxy's ConfigMap, nothing more.
+			{named(nsAttrs(v1.GroupName, "configmaps", metav1.NamespaceSystem, "get"), "kube-proxy"), true},
+			{named(nsAttrs(v1.GroupName, "configmaps", metav1.NamespaceSystem, "get"), "kubeadm-config"), false},
+			{nsAttrs(v1.GroupName, "configmaps", metav1.NamespaceSystem, "list"), false},
+			{named(nsAttrs(v1.GroupName, "configmaps", metav1.NamespaceSystem, "update"), "kube-proxy"), false},
+			{named(nsAttrs(v1.GroupName, "configmaps", "default", "get"), "kube-proxy"), false},
 			{nsAttrs(v1.GroupName, "events", "default", "delete"), false},
 			{nsAttrs(v1.GroupName, "events", "default", "list"), false},
 			{nsAttrs("events.k8s.io", "events", "app", "create"), false},
 			{attrs("rbac.authorization.k8s.io", "clusterroles", "", "escalate"), false},
 		} {
 			a := c.attrs
-			name := fmt.Sprintf("%s %s/%s/%s in %q", a.Verb, a.Group, a.Resource, a.Subresource, a.Namespace)
+			name := fmt.Sprintf("%s %s/%s/%s %q in %q", a.Verb, a.Group, a.Resource, a.Subresource, a.Name, a.Namespace)
 			review, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 				Spec: authorizationv1.SubjectAccessReviewSpec{User: agentUser, Groups: agentGroups, ResourceAttributes: &a},
 			}, metav1.CreateOptions{})
@@ -162,6 +170,10 @@ func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T
 				t.Errorf("%s: allowed %v, want %v (%s)", name, review.Status.Allowed, c.allow, review.Status.Reason)
 			}
 		}
+	})
+
+	t.Run("the agent's service account discovers the API server from kube-proxy's ConfigMap and the kubernetes EndpointSlice", func(t *testing.T) {
+		checkDiscoveryAsTheAgent(t, client, agentClient(t, srv.RESTConfig(), "node-a"))
 	})
 
 	t.Run("the node policy lets an agent write only its own Node's flannel annotations and NetworkUnavailable", func(t *testing.T) {
@@ -280,6 +292,59 @@ exec '` + real + `' "$@"
 		t.Fatal(err)
 	}
 	return wrapper
+}
+
+// checkDiscoveryAsTheAgent runs API server discovery with the agent's
+// rights on a node with no kubelet kubeconfig: kubeadm's kube-proxy
+// ConfigMap answers, and without it the kubernetes EndpointSlice.
+func checkDiscoveryAsTheAgent(t *testing.T, admin, asAgent kubernetes.Interface) {
+	ctx := t.Context()
+	kubeProxy := &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: metav1.NamespaceSystem},
+		Data: map[string]string{"kubeconfig.conf": `apiVersion: v1
+kind: Config
+clusters:
+- cluster: {server: "https://cp.example:6443"}
+  name: default
+contexts:
+- context: {cluster: default, user: default}
+  name: default
+current-context: default
+`},
+	}
+	if _, err := admin.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, kubeProxy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := true
+	if _, err := admin.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.20"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: new("https"), Port: new(int32(6443))}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	discover := func() (apiaddr.Result, error) {
+		return apiaddr.Discover(ctx, apiaddr.Options{
+			Getenv:             func(string) string { return "" },
+			KubeletKubeconfigs: []string{filepath.Join(t.TempDir(), "kubelet.conf")},
+			ViaService:         apiaddr.NewReader(asAgent),
+		})
+	}
+	if got, err := discover(); err != nil || got.Host != "https://cp.example:6443" {
+		t.Errorf("with kube-proxy's ConfigMap: %+v, %v; want https://cp.example:6443", got, err)
+	}
+	if err := admin.CoreV1().ConfigMaps(metav1.NamespaceSystem).Delete(ctx, "kube-proxy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := discover(); err != nil || got.Host != "https://192.0.2.20:6443" {
+		t.Errorf("with the EndpointSlice only: %+v, %v; want https://192.0.2.20:6443", got, err)
+	}
+}
+
+func named(a authorizationv1.ResourceAttributes, name string) authorizationv1.ResourceAttributes {
+	a.Name = name
+	return a
 }
 
 func attrs(group, resource, subresource, verb string) authorizationv1.ResourceAttributes {

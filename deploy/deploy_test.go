@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodenet/nodenet/agent/apiaddr"
 	"github.com/nodenet/nodenet/config"
 )
 
@@ -310,10 +311,15 @@ func TestEveryManifestDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
 				if m.GetName() == "" {
 					t.Errorf("%s has no name", o.gvk.Kind)
 				}
-				// Every namespaced object lives in nodenet-system.
+				// Every namespaced object lives in nodenet-system, but for
+				// the discovery Role on kube-proxy's ConfigMap.
 				if _, ok := o.obj.(*v1.Namespace); ok || isClusterScoped(o.gvk) {
 					if m.GetNamespace() != "" {
 						t.Errorf("%s: cluster-scoped object with namespace %q", o.id(), m.GetNamespace())
+					}
+				} else if isDiscoveryRBAC(o) {
+					if m.GetNamespace() != metav1.NamespaceSystem {
+						t.Errorf("%s: namespace %q, want kube-system (where kube-proxy's ConfigMap is)", o.id(), m.GetNamespace())
 					}
 				} else if m.GetNamespace() != namespace {
 					t.Errorf("%s: namespace %q, want %q", o.id(), m.GetNamespace(), namespace)
@@ -321,6 +327,14 @@ func TestEveryManifestDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
 			}
 		})
 	}
+}
+
+// discoveryRole is the Role (and RoleBinding) that lets the agent read
+// kube-proxy's ConfigMap while discovering the API server.
+const discoveryRole = "nodenet-agent-apiserver-discovery"
+
+func isDiscoveryRBAC(o object) bool {
+	return (o.gvk.Kind == "Role" || o.gvk.Kind == "RoleBinding") && o.obj.(metav1.Object).GetName() == discoveryRole
 }
 
 func isClusterScoped(gvk schema.GroupVersionKind) bool {
@@ -368,6 +382,8 @@ func TestTheKustomizationsReachEveryManifestAndNothingIsMissing(t *testing.T) {
 		"ServiceAccount/nodenet",
 		"ClusterRole/nodenet-agent",
 		"ClusterRoleBinding/nodenet-agent",
+		"Role/" + discoveryRole,
+		"RoleBinding/" + discoveryRole,
 		"ValidatingAdmissionPolicy/nodenet-agent-node-writes",
 		"ValidatingAdmissionPolicyBinding/nodenet-agent-node-writes",
 		"ConfigMap/nodenet-config",
@@ -489,15 +505,21 @@ func TestTheDaemonSetsAgreeWithTheConfigAndEachOther(t *testing.T) {
 			}) {
 				t.Errorf("env %v: want %s from spec.nodeName", agent.Env, config.NodeNameEnv)
 			}
+			// No hand edit: the API server address is discovered, and the
+			// ConfigMap only overrides it when an operator fills it in.
 			if !slices.ContainsFunc(agent.EnvFrom, func(e v1.EnvFromSource) bool {
-				return e.ConfigMapRef != nil && e.ConfigMapRef.Name == apiserverCM.Name
+				return e.ConfigMapRef != nil && e.ConfigMapRef.Name == apiserverCM.Name &&
+					e.ConfigMapRef.Optional != nil && *e.ConfigMapRef.Optional
 			}) {
-				t.Errorf("envFrom %v: want ConfigMap %s", agent.EnvFrom, apiserverCM.Name)
+				t.Errorf("envFrom %v: want ConfigMap %s, optional", agent.EnvFrom, apiserverCM.Name)
 			}
-			for _, k := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
-				if apiserverCM.Data[k] == "" {
-					t.Errorf("ConfigMap %s has no %s", apiserverCM.Name, k)
-				}
+			if len(apiserverCM.Data) != 0 || len(apiserverCM.BinaryData) != 0 {
+				t.Errorf("ConfigMap %s ships %v: want it empty, so the agent discovers the API server", apiserverCM.Name, apiserverCM.Data)
+			}
+			if slices.ContainsFunc(agent.Env, func(e v1.EnvVar) bool {
+				return e.Name == apiaddr.EnvAPIServer || strings.HasPrefix(e.Name, "KUBERNETES_SERVICE_")
+			}) {
+				t.Errorf("env %v sets the API server address: want it discovered", agent.Env)
 			}
 
 			checkProbes(t, agent, cfg)
@@ -626,9 +648,42 @@ func checkLinux(t *testing.T, spec v1.PodSpec, agent, install v1.Container, cfg 
 	if m, ok := hostMount(spec, agent, "/lib/modules"); !ok || !m.ReadOnly {
 		t.Error("want /lib/modules mounted read-only")
 	}
+	checkKubeletKubeconfigMount(t, spec, agent)
 	script := strings.Join(install.Command, " ")
 	if dst := path.Join(cfg.CNI.BinDir, "nodenet-cni"); !strings.Contains(script, dst) {
 		t.Errorf("install-cni %q does not install %s", script, dst)
+	}
+}
+
+// checkKubeletKubeconfigMount: every kubelet kubeconfig discovery tries
+// on Linux is under a read-only mount of its host directory.
+func checkKubeletKubeconfigMount(t *testing.T, spec v1.PodSpec, agent v1.Container) {
+	t.Helper()
+	for _, f := range apiaddr.DefaultKubeletKubeconfigs() {
+		hostFile, ok := strings.CutPrefix(f, apiaddr.HostRoot)
+		if !ok {
+			t.Errorf("kubelet kubeconfig %s is not under %s", f, apiaddr.HostRoot)
+			continue
+		}
+		found := false
+		for _, m := range agent.VolumeMounts {
+			for _, v := range spec.Volumes {
+				if v.Name != m.Name || v.HostPath == nil || m.MountPath != apiaddr.HostRoot+v.HostPath.Path ||
+					!strings.HasPrefix(hostFile, v.HostPath.Path+"/") {
+					continue
+				}
+				found = true
+				if !m.ReadOnly {
+					t.Errorf("%s is mounted writable", v.HostPath.Path)
+				}
+				if v.HostPath.Type == nil || *v.HostPath.Type != v1.HostPathDirectoryOrCreate {
+					t.Errorf("hostPath %s: type %v, want DirectoryOrCreate (a missing file would be created)", v.HostPath.Path, v.HostPath.Type)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("kubelet kubeconfig %s: no hostPath of its directory mounted at %s", hostFile, path.Dir(f))
+		}
 	}
 }
 
@@ -734,5 +789,31 @@ func TestTheNodePolicyAppliesToTheAgentsServiceAccountOnly(t *testing.T) {
 	}
 	if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionv1.Fail {
 		t.Error("the policy must fail closed")
+	}
+}
+
+// TestTheDiscoveryRoleReadsOnlyKubeProxysConfigMap: API server discovery
+// (agent/apiaddr) gets kube-system/kube-proxy and nothing else there.
+func TestTheDiscoveryRoleReadsOnlyKubeProxysConfigMap(t *testing.T) {
+	objects := mustRender(t, ".")
+	role := find[*rbacv1.Role](t, objects, discoveryRole)
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"kube-proxy"}, Verbs: []string{"get"}}}
+	if diff := cmp.Diff(want, role.Rules); diff != "" {
+		t.Errorf("Role %s rules (-want +got):\n%s", discoveryRole, diff)
+	}
+	if role.Namespace != metav1.NamespaceSystem {
+		t.Errorf("Role %s in %q, want kube-system", discoveryRole, role.Namespace)
+	}
+	b := find[*rbacv1.RoleBinding](t, objects, discoveryRole)
+	wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}
+	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: namespace}}
+	if diff := cmp.Diff(wantRef, b.RoleRef); diff != "" {
+		t.Errorf("binding roleRef (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantSubjects, b.Subjects); diff != "" {
+		t.Errorf("binding subjects (-want +got):\n%s", diff)
+	}
+	if b.Namespace != role.Namespace {
+		t.Errorf("RoleBinding in %q, Role in %q", b.Namespace, role.Namespace)
 	}
 }
