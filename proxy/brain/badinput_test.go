@@ -151,6 +151,14 @@ func TestBadInput(t *testing.T) {
 			event: "no kubernetes.io/service-name label",
 		},
 		{
+			name: "an unknown trafficDistribution is reported and the hints still count",
+			svc:  service("bad", 20, func(s *v1.Service) { s.Spec.TrafficDistribution = ptr("PreferFar") }),
+			slices: []*discoveryv1.EndpointSlice{epSlice("bad", "bad-1", httpPort(8080),
+				withZoneHints(ep("10.244.2.1", "node-b", readyCond), "zone-a"), withZoneHints(ep("10.244.3.1", "node-c", readyCond), "zone-b"))},
+			want:  map[proxy.ServicePortKey]string{bad: "10.96.0.20:80 eps=[10.244.2.1:8080]"},
+			event: `unknown trafficDistribution "PreferFar"`,
+		},
+		{
 			name: "nil maps and pointers everywhere are the API defaults",
 			svc: &v1.Service{
 				ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "bad"},

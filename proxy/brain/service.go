@@ -155,6 +155,13 @@ func (c *computer) common(svc *v1.Service) proxy.ServicePort {
 	}
 	sp.PreserveDestination = svc.Annotations[annotationPreserveDestination] == "true"
 	sp.TrafficDistribution = deref(svc.Spec.TrafficDistribution, "")
+	switch sp.TrafficDistribution {
+	case "", v1.ServiceTrafficDistributionPreferClose, v1.ServiceTrafficDistributionPreferSameZone, v1.ServiceTrafficDistributionPreferSameNode:
+	default:
+		// The API server rejects other values today; manifests in files
+		// are not validated, and a newer server may add one.
+		c.probs.add(kindService, svc, "unknown trafficDistribution %q: only the slices' hints count", sp.TrafficDistribution)
+	}
 	return sp
 }
 
