@@ -8,10 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -27,6 +27,12 @@ type ControllerOptions struct {
 	NodeName string
 	// Client talks to the API server.
 	Client kubernetes.Interface
+	// Nodes, if set, is where the Node objects come from instead of the
+	// API server (an agent without one: a manifest folder). Client may
+	// then be nil, and nothing is written to any Node: flannel's
+	// annotations and the NetworkUnavailable condition are only logged,
+	// and Events go to Recorder (default: the log).
+	Nodes NodeSource
 	// Dataplane builds the network: hnsnet on Windows, linuxnet on Linux.
 	Dataplane Interface
 	// OnReady is called with the network each time it becomes ready or
@@ -54,6 +60,27 @@ type ControllerOptions struct {
 	Logger       klog.Logger
 }
 
+// NodeSource is where a Controller reads Nodes when not from the API
+// server. source.FolderNodes implements it.
+type NodeSource interface {
+	// Get returns the Node called name, or an error apierrors.IsNotFound
+	// recognizes.
+	Get(name string) (*v1.Node, error)
+	// List returns the Nodes selector selects.
+	List(selector labels.Selector) ([]*v1.Node, error)
+	// Run calls changed once the Nodes are read, and again after each
+	// change to them, from one goroutine, until ctx ends; it returns nil
+	// then.
+	Run(ctx context.Context, changed func()) error
+}
+
+// nodeReader is what reconcile reads Nodes through: an informer's lister
+// or a NodeSource.
+type nodeReader interface {
+	Get(name string) (*v1.Node, error)
+	List(selector labels.Selector) ([]*v1.Node, error)
+}
+
 // Controller keeps this node's network and its routes to every other node
 // in line with the Node objects: it waits for this node's pod CIDR, ensures
 // the local network, publishes flannel's annotations, reports the
@@ -66,9 +93,8 @@ type Controller struct {
 	opts   ControllerOptions
 	log    klog.Logger
 	rules  PeerRules
-	nodes  corelisters.NodeLister
-	synced cache.InformerSynced
-	dirty  chan struct{}
+	nodes nodeReader
+	dirty chan struct{}
 
 	stopRecorder func()
 
@@ -85,8 +111,8 @@ type Controller struct {
 
 // NewController checks opts and returns a Controller; Run starts it.
 func NewController(opts ControllerOptions) (*Controller, error) {
-	if opts.Config == nil || opts.Client == nil || opts.Dataplane == nil {
-		return nil, errors.New("overlay controller needs Config, Client and Dataplane")
+	if opts.Config == nil || (opts.Client == nil && opts.Nodes == nil) || opts.Dataplane == nil {
+		return nil, errors.New("overlay controller needs Config, Client (or Nodes) and Dataplane")
 	}
 	if opts.NodeName == "" {
 		opts.NodeName = opts.Config.NodeName
@@ -111,7 +137,7 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 	}
 	stopRecorder := func() {}
 	if opts.Recorder == nil {
-		opts.Recorder, stopRecorder = newRecorder(opts.Client)
+		opts.Recorder, stopRecorder = newRecorder(opts.Client, opts.Logger)
 	}
 	c := &Controller{
 		stopRecorder: stopRecorder,
@@ -126,30 +152,56 @@ func NewController(opts ControllerOptions) (*Controller, error) {
 		c.rules.VNI = uint32(v.VNI)
 	}
 	c.status = newNodeStatus(opts.Client, opts.Recorder, opts.NodeName, c.log)
+	if opts.Nodes != nil {
+		c.nodes = opts.Nodes
+		c.status.client = nil // the Nodes are not the API server's
+	}
 	return c, nil
 }
 
 // Run watches Nodes and reconciles until ctx ends. The dataplane is left
 // as it is when Run returns: pods keep working while the agent restarts.
 func (c *Controller) Run(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactory(c.opts.Client, 0)
-	inf := factory.Core().V1().Nodes()
-	c.nodes = inf.Lister()
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.markDirty() },
-		UpdateFunc: func(old, cur any) { c.onUpdate(old, cur) },
-		DeleteFunc: func(any) { c.markDirty() },
-	}); err != nil {
-		return err
-	}
-	c.synced = inf.Informer().HasSynced
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	defer c.stopRecorder()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return fmt.Errorf("waiting for the Node informer: %w", context.Cause(ctx))
+	if c.opts.Nodes != nil {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		read := make(chan struct{})
+		var once sync.Once
+		done := make(chan error, 1)
+		go func() {
+			done <- c.opts.Nodes.Run(ctx, func() {
+				once.Do(func() { close(read) })
+				c.markDirty()
+			})
+		}()
+		defer func() { cancel(); <-done }()
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("reading Nodes: %w", err)
+		case <-read:
+		}
+	} else {
+		factory := informers.NewSharedInformerFactory(c.opts.Client, 0)
+		inf := factory.Core().V1().Nodes()
+		c.nodes = inf.Lister()
+		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { c.markDirty() },
+			UpdateFunc: func(old, cur any) { c.onUpdate(old, cur) },
+			DeleteFunc: func(any) { c.markDirty() },
+		}); err != nil {
+			return err
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+			return fmt.Errorf("waiting for the Node informer: %w", context.Cause(ctx))
+		}
 	}
-	c.log.Info("Node network controller started", "mode", c.rules.Mode, "resync", c.opts.ResyncPeriod)
+	c.log.Info("Node network controller started", "mode", c.rules.Mode, "resync", c.opts.ResyncPeriod, "nodesFromAPIServer", c.opts.Nodes == nil)
 
 	resync := time.NewTicker(c.opts.ResyncPeriod)
 	defer resync.Stop()
@@ -176,6 +228,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		backoff = c.opts.RetryBackoff
 		retry = nil
 	}
+}
+
+// Reconcile reconciles once, now, without watching: for a one-shot view
+// of what this node's network would be (nodenetctl proxy render). It
+// needs Options.Nodes, read already. Like a reconcile in Run, it returns
+// an error only for a failure worth retrying; Ready says whether the
+// network is ready.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	if c.opts.Nodes == nil {
+		return errors.New("overlay controller: Reconcile needs Options.Nodes")
+	}
+	return c.reconcile(ctx)
 }
 
 // markDirty asks for a reconcile; bursts of events coalesce into one.

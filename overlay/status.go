@@ -31,6 +31,9 @@ type nodeStatus struct {
 	mu       sync.Mutex
 	peers    map[string]string // node → last reported problem
 	onceKeys map[string]bool
+	// offline is the condition last set without an API server (nil
+	// client), which has no Node to keep it on.
+	offline *v1.NodeCondition
 }
 
 func newNodeStatus(client kubernetes.Interface, rec record.EventRecorder, node string, log klog.Logger) *nodeStatus {
@@ -45,11 +48,15 @@ func newNodeStatus(client kubernetes.Interface, rec record.EventRecorder, node s
 	}
 }
 
-// newRecorder returns an EventRecorder that writes Events through client,
-// and the function that stops it.
-func newRecorder(client kubernetes.Interface) (record.EventRecorder, func()) {
+// newRecorder returns an EventRecorder that writes Events through client
+// (to log, with no client), and the function that stops it.
+func newRecorder(client kubernetes.Interface, log klog.Logger) (record.EventRecorder, func()) {
 	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	if client == nil {
+		b.StartStructuredLogging(0)
+	} else {
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	}
 	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent}), b.Shutdown
 }
 
@@ -64,6 +71,20 @@ func (s *nodeStatus) setCondition(ctx context.Context, self *v1.Node, status v1.
 		}
 	}
 	if cur != nil && cur.Status == status && cur.Reason == reason && cur.Message == message {
+		return
+	}
+	if s.client == nil {
+		// No API server: the Node is a manifest, so the condition lives
+		// here, as a log line and an Event to the recorder.
+		s.mu.Lock()
+		prev := s.offline
+		s.offline = &v1.NodeCondition{Type: v1.NodeNetworkUnavailable, Status: status, Reason: reason, Message: message}
+		s.mu.Unlock()
+		if prev != nil && prev.Status == status && prev.Reason == reason && prev.Message == message {
+			return
+		}
+		s.log.V(1).Info("NetworkUnavailable condition (not written: no API server)", "status", status, "reason", reason, "message", message)
+		s.recordCondition(prev, status, reason, message)
 		return
 	}
 	now := metav1.Now()
@@ -83,6 +104,12 @@ func (s *nodeStatus) setCondition(ctx context.Context, self *v1.Node, status v1.
 		s.log.Error(err, "Setting the NetworkUnavailable condition", "status", status, "reason", reason)
 		return
 	}
+	s.recordCondition(cur, status, reason, message)
+}
+
+// recordCondition records an Event when the condition's status or reason
+// changes from cur.
+func (s *nodeStatus) recordCondition(cur *v1.NodeCondition, status v1.ConditionStatus, reason, message string) {
 	if cur == nil || cur.Status != status || cur.Reason != reason {
 		eventType := v1.EventTypeNormal
 		if status == v1.ConditionTrue {
@@ -101,6 +128,10 @@ func (s *nodeStatus) ensureAnnotations(ctx context.Context, self *v1.Node, want 
 		}
 	}
 	if len(diff) == 0 {
+		return nil
+	}
+	if s.client == nil {
+		s.log.V(1).Info("Node annotations (not written: no API server)", "annotations", diff)
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": diff}})

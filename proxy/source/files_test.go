@@ -81,13 +81,14 @@ func TestFilesScanDeliversChanges(t *testing.T) {
 			files: map[string]string{"d.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: api\n"},
 		},
 		{
-			name:  "a malformed file's other objects are not read either",
-			files: map[string]string{"b.yml": nodeA + "---\n" + strings.Replace(webService, "port: 80", "port: x", 1) + "---\n" + apiService},
+			name:  "a malformed object is skipped and keeps what it delivered; the file's other objects are read",
+			files: map[string]string{"b.yml": nodeA + "---\n" + strings.Replace(webService, "port: 80", "port: x", 1) + "---\n" + strings.ReplaceAll(webService, "web", "cache")},
+			want:  []string{"add Service default/cache"},
 		},
 		{
 			name:  "a fixed file delivers its changes against what it delivered before",
 			files: map[string]string{"b.yml": strings.Replace(nodeA, "zone-a", "zone-b", 1) + "---\n" + webService},
-			want:  []string{"update Node node-a"},
+			want:  []string{"update Node node-a", "delete Service default/cache"},
 		},
 		{
 			name:  "another file's Service is added",

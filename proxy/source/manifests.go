@@ -23,17 +23,19 @@ import (
 )
 
 // objectKind orders deliveries: the Node first (its zone decides topology),
-// then Services, then their EndpointSlices.
+// then Services, then their EndpointSlices. Pods are never delivered to
+// the proxy: they stand for the pods CNI wires on a node (Folder.Pods).
 type objectKind int
 
 const (
 	kindNode objectKind = iota
 	kindService
 	kindSlice
+	kindPod
 )
 
 func (k objectKind) String() string {
-	return [...]string{"Node", "Service", "EndpointSlice"}[k]
+	return [...]string{"Node", "Service", "EndpointSlice", "Pod"}[k]
 }
 
 // objectKey identifies an object the way the API server does.
@@ -64,21 +66,35 @@ func (k objectKey) compare(o objectKey) int {
 // object is one manifest object, ready to deliver.
 type object struct {
 	key objectKey
-	// obj is a *v1.Service, *discoveryv1.EndpointSlice or *v1.Node.
+	// obj is a *v1.Service, *discoveryv1.EndpointSlice, *v1.Node or
+	// *v1.Pod.
 	obj any
 	// rv is its resourceVersion: a hash of its content.
 	rv string
 	// where is "file:line" (plus the item of a List) for logs.
 	where string
+	// file and index place it in the folder: the file's name and the
+	// object's position in it. The checks across objects go in this
+	// order, so the first of two conflicting objects wins.
+	file  string
+	index int
 }
 
-// manifest reads one manifest file of nodeName's proxy: every document,
-// and every item of a List. Any error fails the whole file; objects the
-// proxy does not read are skipped.
+// before orders objects by where they are in the folder.
+func (o object) before(p object) int {
+	if c := strings.Compare(o.file, p.file); c != 0 {
+		return c
+	}
+	return o.index - p.index
+}
+
+// manifest reads one manifest file: every document, and every item of a
+// List. A document or item with an error is reported and skipped; the
+// file's other objects are still read. Objects of kinds nodenet does not
+// read are skipped.
 type manifest struct {
-	file     string
-	nodeName string
-	log      klog.Logger
+	file string
+	log  klog.Logger
 }
 
 func (m manifest) parse(data []byte) ([]object, error) {
@@ -122,10 +138,13 @@ func (m manifest) parse(data []byte) ([]object, error) {
 			}
 		}
 	}
+	for i := range objects {
+		objects[i].file, objects[i].index = m.file, i
+	}
 	return objects, errors.Join(errs...)
 }
 
-// decode reads one object; ok is false for objects the proxy skips.
+// decode reads one object; ok is false for objects nodenet skips.
 func (m manifest) decode(data []byte, where string) (o object, ok bool, err error) {
 	head, ok, err := m.readHead(data, where)
 	if !ok {
@@ -147,11 +166,17 @@ func (m manifest) decode(data []byte, where string) (o object, ok bool, err erro
 		}
 		o.obj, meta, o.key.kind = slice, &slice.ObjectMeta, kindSlice
 	case "Node":
-		node, err := m.decodeNode(data, where, what, head.Metadata.Name)
+		node, err := m.decodeNode(data, where, what)
 		if node == nil {
 			return object{}, false, err
 		}
 		o.obj, meta, o.key.kind = node, &node.ObjectMeta, kindNode
+	case "Pod":
+		pod, err := m.decodePod(data, where, what)
+		if pod == nil {
+			return object{}, false, err
+		}
+		o.obj, meta, o.key.kind = pod, &pod.ObjectMeta, kindPod
 	}
 	if err := identify(&o, meta); err != nil {
 		return object{}, false, fmt.Errorf("%s: %s: %w", where, what, err)
@@ -178,12 +203,12 @@ func (m manifest) readHead(data []byte, where string) (head manifestHead, ok boo
 	if err := json.Unmarshal(data, &head); err != nil {
 		return head, false, fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
 	}
-	wantVersion := map[string]string{"Service": "v1", "Node": "v1", "EndpointSlice": discoveryv1.SchemeGroupVersion.String()}[head.Kind]
+	wantVersion := map[string]string{"Service": "v1", "Node": "v1", "Pod": "v1", "EndpointSlice": discoveryv1.SchemeGroupVersion.String()}[head.Kind]
 	switch {
 	case head.Kind == "":
 		return head, false, fmt.Errorf("%s: no kind", where)
 	case wantVersion == "":
-		m.log.V(2).Info("Ignoring an object the proxy does not read", "at", where, "apiVersion", head.APIVersion, "kind", head.Kind, "name", head.Metadata.Name)
+		m.log.V(2).Info("Ignoring an object nodenet does not read", "at", where, "apiVersion", head.APIVersion, "kind", head.Kind, "name", head.Metadata.Name)
 		return head, false, nil
 	case head.APIVersion != wantVersion:
 		return head, false, fmt.Errorf("%s: %s: apiVersion %q, want %q", where, head.what(), head.APIVersion, wantVersion)
@@ -229,18 +254,35 @@ func (m manifest) decodeSlice(data []byte, where, what string) (*discoveryv1.End
 	return slice, nil
 }
 
-// decodeNode reads the Node called name if it is this node's; nil for
-// another node's or an error.
-func (m manifest) decodeNode(data []byte, where, what, name string) (*v1.Node, error) {
-	if name != m.nodeName {
-		m.log.V(4).Info("Skipping another node's Node", "at", where, "node", name)
-		return nil, nil
-	}
+// decodeNode reads a Node, this node's or another's (the proxy gets only
+// this node's; the network part, reading Nodes from a folder, all).
+func (m manifest) decodeNode(data []byte, where, what string) (*v1.Node, error) {
 	node := &v1.Node{}
 	if err := strictUnmarshal(data, node); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", where, what, err)
 	}
 	return node, nil
+}
+
+// decodePod reads a Pod that runs somewhere: nil for one without a
+// nodeName or a pod IP (not scheduled or not started: CNI has not wired
+// it), or an error.
+func (m manifest) decodePod(data []byte, where, what string) (*v1.Pod, error) {
+	pod := &v1.Pod{}
+	if err := strictUnmarshal(data, pod); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", where, what, err)
+	}
+	if pod.Spec.NodeName == "" || (pod.Status.PodIP == "" && len(pod.Status.PodIPs) == 0) {
+		m.log.V(2).Info("Skipping a Pod without spec.nodeName and status.podIP: no pod network to wire yet", "at", where, "pod", pod.Name)
+		return nil, nil
+	}
+	if pod.Status.PodIP == "" {
+		pod.Status.PodIP = pod.Status.PodIPs[0].IP
+	}
+	if len(pod.Status.PodIPs) == 0 {
+		pod.Status.PodIPs = []v1.PodIP{{IP: pod.Status.PodIP}}
+	}
+	return pod, nil
 }
 
 // identify completes o's key (a Node has no namespace; other objects

@@ -48,7 +48,7 @@ metadata:
 
 func parse(t *testing.T, text string) ([]object, error) {
 	t.Helper()
-	return manifest{file: "test.yaml", nodeName: "node-a", log: ktesting.NewLogger(t, ktesting.NewConfig())}.parse([]byte(text))
+	return manifest{file: "test.yaml", log: ktesting.NewLogger(t, ktesting.NewConfig())}.parse([]byte(text))
 }
 
 func keys(objects []object) []string {
@@ -92,8 +92,16 @@ func TestParseManifests(t *testing.T) {
 			want: []string{"Service default/web"},
 		},
 		{
-			name: "another node's Node is skipped",
+			name: "every node's Node is read (the proxy gets only its own)",
 			text: strings.Replace(nodeA, "node-a", "node-b", 1),
+			want: []string{"Node node-b"},
+		},
+		{
+			name: "a running Pod is read; one without a node or an address is skipped",
+			text: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: node-a, containers: [{name: c, image: i}]}\nstatus: {podIP: 10.244.1.9}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: pending}\nspec: {containers: [{name: c, image: i}]}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: starting}\nspec: {nodeName: node-a, containers: [{name: c, image: i}]}\n",
+			want: []string{"Pod default/p"},
 		},
 		{
 			name: "headless Services, other proxies' Services and headless Services' slices are skipped",
