@@ -6,8 +6,9 @@
 // Discover tries, in order, and the first that gives an address wins:
 //
 //  1. explicit: --apiserver, else NODENET_APISERVER, else a
-//     KUBERNETES_SERVICE_HOST/PORT that is not a Service IP (outside the
-//     config's serviceCIDRs: an operator set it);
+//     KUBERNETES_SERVICE_HOST/PORT an operator set: not the ClusterIP
+//     kubelet also puts in KUBERNETES_PORT, not in the config's
+//     serviceCIDRs;
 //  2. the kubelet's kubeconfig on this node (kubeadm writes
 //     /etc/kubernetes/kubelet.conf on Linux; Windows nodes joined with
 //     sig-windows-tools use C:\etc\kubernetes\kubelet.conf, older guides
@@ -52,8 +53,9 @@ type Options struct {
 	// Getenv reads NODENET_APISERVER and KUBERNETES_SERVICE_HOST/PORT;
 	// nil means os.Getenv.
 	Getenv func(string) string
-	// ServiceCIDRs tell the kubernetes Service's ClusterIP (which kubelet
-	// puts in KUBERNETES_SERVICE_HOST) from an address an operator set.
+	// ServiceCIDRs help tell the kubernetes Service's ClusterIP (which
+	// kubelet puts in KUBERNETES_SERVICE_HOST) from an address an operator
+	// set.
 	ServiceCIDRs []string
 	// KubeletKubeconfigs are the files tried in step 2, in order; nil
 	// means DefaultKubeletKubeconfigs().
@@ -139,8 +141,8 @@ func explicit(_ context.Context, o Options) (Result, []string) {
 	if h == "" || p == "" {
 		return Result{}, append(notes, "KUBERNETES_SERVICE_HOST/PORT: not set")
 	}
-	if inServiceCIDRs(h, o.ServiceCIDRs) {
-		return Result{}, append(notes, fmt.Sprintf("KUBERNETES_SERVICE_HOST %s: the kubernetes Service's ClusterIP (in serviceCIDRs), which this agent programs", h))
+	if isServiceLink(h, o.Getenv("KUBERNETES_PORT"), o.ServiceCIDRs) {
+		return Result{}, append(notes, fmt.Sprintf("KUBERNETES_SERVICE_HOST %s: the kubernetes Service's ClusterIP, which this agent programs", h))
 	}
 	return Result{Host: "https://" + net.JoinHostPort(h, p), Source: "KUBERNETES_SERVICE_HOST/PORT (not a Service IP)"}, notes
 }
@@ -232,6 +234,17 @@ func normalize(s string) (string, error) {
 		return "", fmt.Errorf("%q: want https://host[:port]", s)
 	}
 	return "https://" + u.Host, nil
+}
+
+// isServiceLink reports whether host is what kubelet put in a pod's
+// environment for the kubernetes Service: the ClusterIP also in its
+// KUBERNETES_PORT (tcp://ip:port), which an operator overriding only
+// KUBERNETES_SERVICE_HOST leaves alone, or any IP in the serviceCIDRs.
+func isServiceLink(host, kubernetesPort string, serviceCIDRs []string) bool {
+	if u, err := url.Parse(kubernetesPort); err == nil && u.Hostname() != "" && u.Hostname() == host {
+		return true
+	}
+	return inServiceCIDRs(host, serviceCIDRs)
 }
 
 // inServiceCIDRs reports whether host is an IP in one of cidrs; a bad CIDR

@@ -62,7 +62,9 @@ func TestDiscoverTakesTheFirstSourceThatAnswers(t *testing.T) {
 	missing := filepath.Join(dir, "missing.conf")
 	proxy := fakeReader{kubeconfig: kubeconfig("https://proxy.example:6443"), endpoint: "https://192.0.2.20:6443"}
 	down := fakeReader{kubeconfigErr: errors.New("dial tcp 10.96.0.1:443: i/o timeout"), endpointErr: errors.New("dial tcp 10.96.0.1:443: i/o timeout")}
-	inPod := map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+	inPod := map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_PORT": "tcp://10.96.0.1:443"}
+	// A cluster whose service CIDR the config does not list (k3s's).
+	otherCIDR := map[string]string{"KUBERNETES_SERVICE_HOST": "10.43.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_PORT": "tcp://10.43.0.1:443"}
 	with := func(m map[string]string, k, v string) map[string]string {
 		out := map[string]string{k: v}
 		for mk, mv := range m {
@@ -90,6 +92,8 @@ func TestDiscoverTakesTheFirstSourceThatAnswers(t *testing.T) {
 			kubeconfs: []string{kubelet}, via: proxy, wantHost: "https://env.example:443", wantSource: EnvAPIServer},
 		{name: "an operator's KUBERNETES_SERVICE_HOST outside the service CIDRs is explicit", env: with(inPod, "KUBERNETES_SERVICE_HOST", "192.0.2.10"),
 			kubeconfs: []string{kubelet}, via: proxy, wantHost: "https://192.0.2.10:443", wantSource: "KUBERNETES_SERVICE_HOST/PORT (not a Service IP)"},
+		{name: "kubelet's ClusterIP env outside the configured serviceCIDRs is still skipped", env: otherCIDR,
+			kubeconfs: []string{kubelet}, wantHost: "https://kubelet.example:6443", wantSource: "kubelet kubeconfig " + kubelet},
 		{name: "kubelet's ClusterIP env is skipped for the kubelet kubeconfig", env: inPod,
 			kubeconfs: []string{missing, kubelet}, via: proxy, wantHost: "https://kubelet.example:6443", wantSource: "kubelet kubeconfig " + kubelet},
 		{name: "a broken kubelet kubeconfig is skipped for the next", env: inPod,
@@ -160,8 +164,11 @@ func TestAServiceIPIsToldFromAnOperatorsAddress(t *testing.T) {
 		{"cp.example", false},
 		{"::ffff:10.96.0.1", true},
 	} {
-		if got := inServiceCIDRs(tc.host, cidrs); got != tc.want {
-			t.Errorf("inServiceCIDRs(%s) = %v, want %v", tc.host, got, tc.want)
+		if got := isServiceLink(tc.host, "tcp://10.43.0.1:443", cidrs); got != tc.want {
+			t.Errorf("isServiceLink(%s) = %v, want %v", tc.host, got, tc.want)
 		}
+	}
+	if !isServiceLink("10.43.0.1", "tcp://10.43.0.1:443", cidrs) {
+		t.Error("the host in KUBERNETES_PORT is not taken for kubelet's Service link")
 	}
 }
