@@ -15,11 +15,14 @@ import (
 	"github.com/nodenet/nodenet/agent/apiaddr"
 )
 
-// The pod's service account, as kubelet mounts it.
-const (
-	serviceAccountToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-	serviceAccountCA    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-)
+// serviceAccount are the files of the pod's service account.
+type serviceAccount struct{ token, ca string }
+
+// podServiceAccount is where kubelet mounts them.
+var podServiceAccount = serviceAccount{
+	token: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+	ca:    "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+}
 
 // discoveryTimeout bounds each read through the kubernetes Service while
 // discovering the API server: on a fresh node nothing answers there.
@@ -33,7 +36,7 @@ func restConfig(ctx context.Context, o Options, serviceCIDRs []string, log klog.
 	var rc *rest.Config
 	var err error
 	if o.Kubeconfig == "" {
-		rc, err = discoveredConfig(ctx, o, serviceCIDRs, log)
+		rc, err = discoveredConfig(ctx, o, serviceCIDRs, podServiceAccount, log)
 		if err != nil {
 			return nil, err
 		}
@@ -52,13 +55,13 @@ func restConfig(ctx context.Context, o Options, serviceCIDRs []string, log klog.
 
 // discoveredConfig is the service account's config at the discovered
 // address; the log line says which source won.
-func discoveredConfig(ctx context.Context, o Options, serviceCIDRs []string, log klog.Logger) (*rest.Config, error) {
-	if _, err := os.Stat(serviceAccountToken); err != nil {
+func discoveredConfig(ctx context.Context, o Options, serviceCIDRs []string, sa serviceAccount, log klog.Logger) (*rest.Config, error) {
+	if _, err := os.Stat(sa.token); err != nil {
 		return nil, fmt.Errorf("in-cluster API config (pass --kubeconfig outside a pod): %w", err)
 	}
 	base := &rest.Config{
-		BearerTokenFile: serviceAccountToken,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: serviceAccountCA},
+		BearerTokenFile: sa.token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: sa.ca},
 	}
 	getenv := o.Getenv
 	if getenv == nil {
