@@ -27,6 +27,8 @@ func ServicesOf(st *proxy.State) status.Services {
 			LoadBalancerIPs:     addrStrings(sp.LoadBalancerIPs),
 			InternalPolicyLocal: sp.InternalPolicyLocal,
 			ExternalPolicyLocal: sp.ExternalPolicyLocal,
+			TrafficDistribution: sp.TrafficDistribution,
+			Topology:            sp.Topology,
 			InternalEndpoints:   endpointsOf(sp.InternalEndpoints),
 			HasEndpoints:        sp.HasEndpoints,
 		}

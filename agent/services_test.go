@@ -36,6 +36,8 @@ func TestServicesOf(t *testing.T) {
 			ExternalIPs:         []netip.Addr{ip("192.168.1.100")},
 			SessionAffinity:     3 * time.Hour,
 			ExternalPolicyLocal: true,
+			TrafficDistribution: "PreferClose",
+			Topology:            "PreferSameZone",
 			InternalEndpoints:   []proxy.Endpoint{local, remote},
 			ExternalEndpoints:   []proxy.Endpoint{local},
 			HasEndpoints:        true,
@@ -48,6 +50,8 @@ func TestServicesOf(t *testing.T) {
 			ExternalIPs:         []string{"192.168.1.100"},
 			SessionAffinity:     "ClientIP 3h0m0s",
 			ExternalPolicyLocal: true,
+			TrafficDistribution: "PreferClose",
+			Topology:            "PreferSameZone",
 			InternalEndpoints: []status.Endpoint{
 				{Address: "10.244.1.10:8080", Node: "node-a", Local: true, Ready: true},
 				{Address: "10.244.2.10:8080", Node: "node-b", Terminating: true},

@@ -139,6 +139,11 @@ type ServicePort struct {
 	// HasEndpoints: false means traffic is rejected; true with no usable
 	// endpoints means dropped.
 	HasEndpoints bool `json:"hasEndpoints"`
+	// TrafficDistribution is the Service's spec.trafficDistribution;
+	// Topology the mode its hints gave cluster-wide traffic here
+	// ("PreferSameZone", "PreferSameNode", or "" for every endpoint).
+	TrafficDistribution string `json:"trafficDistribution,omitempty"`
+	Topology            string `json:"topology,omitempty"`
 }
 
 // Endpoint is one backend of a ServicePort.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -16,8 +17,11 @@ const servicesUsage = `Usage: nodenetctl services [flags]
 
   Print every service port the agent's proxy programmed on this node, one
   row per port and IP family: its frontends (cluster IP:port, node port,
-  external and load-balancer IPs), session affinity, traffic policies, and
-  the backends this node sends to ("local" marks this node's pods).
+  external and load-balancer IPs), session affinity, traffic policies and
+  trafficDistribution (PreferClose:zone when this node's zone is
+  preferred, :node for this node, :all after the fallback to every
+  endpoint), and the backends this node sends to ("local" marks this
+  node's pods).
   Traffic to a port with no endpoints is rejected ("reject"); to a port
   whose endpoints may not serve this node's traffic, dropped ("drop").
 
@@ -83,7 +87,26 @@ func policies(sp status.ServicePort) string {
 	if hasExternalFrontends(sp) {
 		s += " eTP=" + policyName(sp.ExternalPolicyLocal)
 	}
+	if t := topology(sp); t != "" {
+		s += " " + t
+	}
 	return s
+}
+
+// topology is "<trafficDistribution>:<what applies here>" (zone, node, or
+// all after a fallback); "hints:..." when only the slices ask for it.
+func topology(sp status.ServicePort) string {
+	if sp.TrafficDistribution == "" && sp.Topology == "" {
+		return ""
+	}
+	asked := cmp.Or(sp.TrafficDistribution, "hints")
+	switch sp.Topology {
+	case "PreferSameZone":
+		return asked + ":zone"
+	case "PreferSameNode":
+		return asked + ":node"
+	}
+	return asked + ":all"
 }
 
 func policyName(local bool) string {

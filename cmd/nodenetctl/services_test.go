@@ -51,6 +51,16 @@ func testServices() *status.Services {
 			Name: "default/empty:TCP", Family: "IPv4", Type: "ClusterIP", ClusterIP: "10.96.0.99", Port: 80,
 		},
 		{
+			Name: "default/close:TCP", Family: "IPv4", Type: "ClusterIP", ClusterIP: "10.96.0.20", Port: 80,
+			TrafficDistribution: "PreferClose", Topology: "PreferSameZone",
+			InternalEndpoints: []status.Endpoint{local("10.244.1.5:8080")}, HasEndpoints: true,
+		},
+		{
+			Name: "default/far:TCP", Family: "IPv4", Type: "ClusterIP", ClusterIP: "10.96.0.21", Port: 80,
+			TrafficDistribution: "PreferSameNode",
+			InternalEndpoints:   []status.Endpoint{remote("10.244.2.7:8080")}, HasEndpoints: true,
+		},
+		{
 			Name: "default/draining:TCP", Family: "IPv4", Type: "ClusterIP", ClusterIP: "10.96.0.98", Port: 80,
 			InternalEndpoints: []status.Endpoint{{Address: "10.244.1.9:80", Node: "node-1", Local: true, Terminating: true}},
 			HasEndpoints:      true,
@@ -80,6 +90,10 @@ func TestServicesPrintsOneRowPerServicePort(t *testing.T) {
 			"default/web-lb:TCP IPv6 LoadBalancer [fd00::12]:443, nodePort 30443 - iTP=Cluster eTP=Local [fd00:10:244:2::7]:8080; external: drop (none may serve this node's traffic)"},
 		{"iTP Local without local endpoints drops",
 			"kube-system/dns:dns/UDP IPv4 ClusterIP 10.96.0.53:53 - iTP=Local drop (none may serve this node's traffic)"},
+		{"trafficDistribution shows what applies here",
+			"default/close:TCP IPv4 ClusterIP 10.96.0.20:80 - iTP=Cluster PreferClose:zone 10.244.1.5:8080 (local)"},
+		{"trafficDistribution that fell back to every endpoint says so",
+			"default/far:TCP IPv4 ClusterIP 10.96.0.21:80 - iTP=Cluster PreferSameNode:all 10.244.2.7:8080"},
 		{"a port without endpoints rejects",
 			"default/empty:TCP IPv4 ClusterIP 10.96.0.99:80 - iTP=Cluster reject (no endpoints)"},
 		{"a terminating endpoint is marked",
