@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -122,6 +123,9 @@ func printState(w io.Writer, state *proxy.State) {
 		}
 		if sp.HealthCheckNodePort != 0 {
 			line("health-check port", fmt.Sprintf("%d (%d local ready)", sp.HealthCheckNodePort, sp.LocalReadyEndpoints))
+		}
+		if sp.TrafficDistribution != "" || sp.Topology != "" {
+			line("traffic distribution", fmt.Sprintf("%s, applied here: %s", cmp.Or(sp.TrafficDistribution, "(hints only)"), cmp.Or(sp.Topology, "every endpoint")))
 		}
 		line("internal traffic", endpointList(sp.InternalEndpoints, sp.InternalPolicyLocal, sp.HasEndpoints))
 		if sp.UsesExternalFrontends() {
