@@ -220,6 +220,10 @@ func kubeconfigServer(data []byte) (string, error) {
 	return normalize(cl.Server)
 }
 
+// ParseAddress checks an explicit address (--apiserver) and returns it as
+// https://host[:port]; a bare host[:port] gets https.
+func ParseAddress(s string) (string, error) { return normalize(s) }
+
 // normalize checks an address and returns it as https://host:port; a bare
 // host:port gets https.
 func normalize(s string) (string, error) {

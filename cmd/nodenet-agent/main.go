@@ -3,7 +3,7 @@
 // serves the CNI plugin and runs the service proxy, all from one config
 // (package agent does the work).
 //
-//	nodenet-agent --config FILE [--write-config-to FILE] [--kubeconfig FILE]
+//	nodenet-agent --config FILE [--write-config-to FILE] [--kubeconfig FILE] [--apiserver URL]
 //	    [--dataplane linux|hns|sim] [--source kubernetes|files:DIR] [--v N]
 //
 // Exit status: 0 after a clean shutdown (SIGTERM, SIGINT, a service stop)
@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodenet/nodenet/agent"
+	"github.com/nodenet/nodenet/agent/apiaddr"
 	"github.com/nodenet/nodenet/config"
 )
 
@@ -90,6 +91,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "nodenet-agent: --dataplane: %v\n", err)
 		return exitUsage
+	}
+	if f.apiserver != "" {
+		if _, err := apiaddr.ParseAddress(f.apiserver); err != nil {
+			fmt.Fprintf(stderr, "nodenet-agent: --apiserver: %v\n", err)
+			return exitUsage
+		}
 	}
 	if f.config == "" {
 		fmt.Fprintln(stderr, "nodenet-agent: --config is required")

@@ -92,6 +92,12 @@ windows: {hnsVersion: "9.0"}
 			wantStderr: []string{`unknown dataplane "ipvs"`},
 		},
 		{
+			name:       "an --apiserver that is not https://host[:port] is a usage error",
+			args:       []string{"--config", flannel, "--apiserver", "http://cp.example:8080"},
+			wantCode:   exitUsage,
+			wantStderr: []string{"--apiserver", "want https://host[:port]"},
+		},
+		{
 			name:       "an invalid --source fails",
 			args:       []string{"--config", flannel, "--source", "etcd"},
 			wantCode:   exitFailed,
