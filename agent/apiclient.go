@@ -83,7 +83,7 @@ func discoveredConfig(ctx context.Context, o Options, serviceCIDRs []string, sa 
 	if err != nil {
 		return nil, err
 	}
-	log.Info("API server address", "host", res.Host, "source", res.Source)
+	log.Info("API server address", "host", res.Host, "source", res.Source, "skipped", res.Skipped)
 	base.Host = res.Host
 	return base, nil
 }

@@ -83,6 +83,8 @@ type Result struct {
 	Host string
 	// Source names the winning step, e.g. "kubelet kubeconfig /etc/kubernetes/kubelet.conf".
 	Source string
+	// Skipped says why each source before it gave nothing.
+	Skipped []string
 }
 
 // NotFoundError is Discover's error when no source gave an address: every
@@ -113,6 +115,7 @@ func Discover(ctx context.Context, o Options) (Result, error) {
 		r, notes := step(ctx, o)
 		tried = append(tried, notes...)
 		if r.Host != "" {
+			r.Skipped = tried
 			return r, nil
 		}
 	}
@@ -135,7 +138,7 @@ func explicit(_ context.Context, o Options) (Result, []string) {
 			notes = append(notes, fmt.Sprintf("%s: %v", s.name, err))
 			continue
 		}
-		return Result{Host: host, Source: s.name}, nil
+		return Result{Host: host, Source: s.name}, notes
 	}
 	h, p := o.Getenv("KUBERNETES_SERVICE_HOST"), o.Getenv("KUBERNETES_SERVICE_PORT")
 	if h == "" || p == "" {
@@ -160,7 +163,7 @@ func kubeletKubeconfig(_ context.Context, o Options) (Result, []string) {
 		if err == nil {
 			var host string
 			if host, err = kubeconfigServer(data); err == nil {
-				return Result{Host: host, Source: "kubelet kubeconfig " + f}, nil
+				return Result{Host: host, Source: "kubelet kubeconfig " + f}, notes
 			}
 		}
 		notes = append(notes, fmt.Sprintf("kubelet kubeconfig %s: %v", f, err))

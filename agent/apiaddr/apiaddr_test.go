@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,6 +86,8 @@ func TestDiscoverTakesTheFirstSourceThatAnswers(t *testing.T) {
 		wantSource string
 		// wantTried are substrings of the error when nothing is found.
 		wantTried []string
+		// wantSkipped are what the sources before the winner said.
+		wantSkipped []string
 	}{
 		{name: "--apiserver wins over everything", flag: "cp.example:6443", env: with(inPod, EnvAPIServer, "https://env.example"),
 			kubeconfs: []string{kubelet}, via: proxy, wantHost: "https://cp.example:6443", wantSource: "--apiserver"},
@@ -95,7 +98,10 @@ func TestDiscoverTakesTheFirstSourceThatAnswers(t *testing.T) {
 		{name: "kubelet's ClusterIP env outside the configured serviceCIDRs is still skipped", env: otherCIDR,
 			kubeconfs: []string{kubelet}, wantHost: "https://kubelet.example:6443", wantSource: "kubelet kubeconfig " + kubelet},
 		{name: "kubelet's ClusterIP env is skipped for the kubelet kubeconfig", env: inPod,
-			kubeconfs: []string{missing, kubelet}, via: proxy, wantHost: "https://kubelet.example:6443", wantSource: "kubelet kubeconfig " + kubelet},
+			kubeconfs: []string{missing, kubelet}, via: proxy, wantHost: "https://kubelet.example:6443", wantSource: "kubelet kubeconfig " + kubelet,
+			wantSkipped: []string{"--apiserver: not set", EnvAPIServer + ": not set",
+				"KUBERNETES_SERVICE_HOST 10.96.0.1: the kubernetes Service's ClusterIP, which this agent programs",
+				"kubelet kubeconfig " + missing + ": not found"}},
 		{name: "a broken kubelet kubeconfig is skipped for the next", env: inPod,
 			kubeconfs: []string{garbage, kubelet}, wantHost: "https://kubelet.example:6443", wantSource: "kubelet kubeconfig " + kubelet},
 		{name: "no kubelet kubeconfig: the kube-proxy ConfigMap", env: inPod,
@@ -147,6 +153,17 @@ func TestDiscoverTakesTheFirstSourceThatAnswers(t *testing.T) {
 			}
 			if got.Host != tc.wantHost || got.Source != tc.wantSource {
 				t.Errorf("Discover = %+v, want host %s from %s", got, tc.wantHost, tc.wantSource)
+			}
+			for _, s := range got.Skipped {
+				if strings.HasPrefix(s, got.Source) {
+					t.Errorf("the winner %s is among the skipped: %q", got.Source, got.Skipped)
+				}
+			}
+			if tc.flag == "" && !slices.Contains(got.Skipped, "--apiserver: not set") {
+				t.Errorf("skipped %q does not say --apiserver was not set", got.Skipped)
+			}
+			if tc.wantSkipped != nil && !slices.Equal(got.Skipped, tc.wantSkipped) {
+				t.Errorf("skipped %q, want %q", got.Skipped, tc.wantSkipped)
 			}
 		})
 	}
