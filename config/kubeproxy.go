@@ -210,7 +210,7 @@ func kubeProxyDropped(kp *kubeproxyv1alpha1.KubeProxyConfiguration, w *Warnings)
 		}
 	}
 	p := field.NewPath
-	dropped(!reflect.ValueOf(kp.ClientConnection).IsZero(), p("clientConnection"), "nodenet-agent takes --kubeconfig (in-cluster config by default)")
+	dropped(!reflect.ValueOf(kp.ClientConnection).IsZero(), p("clientConnection"), "nodenet-agent takes --kubeconfig or --apiserver (default: its service account at the API server address it discovers)")
 	dropped((kp.Logging.Format != "" && kp.Logging.Format != "text") || kp.Logging.Verbosity != 0 || len(kp.Logging.VModule) > 0,
 		p("logging"), "pass -v and --logging-format to nodenet-agent")
 	dropped(kp.BindAddressHardFail, p("bindAddressHardFail"), "nodenet has no equivalent (configHardFail is about config errors)")
