@@ -89,6 +89,25 @@ func TestTrafficDistributionNarrowsTheLoadBalancer(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("setting trafficDistribution before the controller hints the slice changes nothing in HNS", func(t *testing.T) {
+		h.sim.ResetCalls()
+		svc := zonedService(v1.ServiceTrafficDistributionPreferClose, len(steps))
+		br.OnServiceUpdate(prevSvc, svc)
+		u, _ := br.Snapshot(false)
+		if len(u.Changed) != 1 {
+			t.Fatalf("changed %v, want the Service's port", u.Changed)
+		}
+		mustSync(t, b, u)
+		for op, n := range h.sim.CallCounts() {
+			if n > 0 && !slices.Contains(listOps, op) {
+				t.Errorf("%d %s calls, want none", n, op)
+			}
+		}
+		if got, want := reached(h.trace(hns.FromEndpoint, localPodIP(0), "10.96.0.50", 80)), []string{near, far}; !slices.Equal(got, want) {
+			t.Errorf("reaches %v, want %v", got, want)
+		}
+	})
 }
 
 // zonedService is a NodePort Service on 10.96.0.50:80 (node port 30050)
