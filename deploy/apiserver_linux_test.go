@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -114,6 +116,10 @@ func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T
 			t.Fatalf("create %s: %v", o.id(), err)
 		}
 	}
+
+	t.Run("the ConfigMaps and DaemonSets read back from the API server as rendered", func(t *testing.T) {
+		checkStored(t, client, mustRender(t, "."))
+	})
 
 	t.Run("the agent's service account may do what the agent does and nothing more", func(t *testing.T) {
 		for _, c := range []struct {
@@ -292,6 +298,88 @@ exec '` + real + `' "$@"
 		t.Fatal(err)
 	}
 	return wrapper
+}
+
+// checkStored compares what the API server stored with what was applied:
+// the ConfigMaps' data (nodenet-apiserver empty, so the agent discovers
+// the API server) and each agent container's env names, envFrom, mounts
+// and the pod's hostPath volumes (defaulting must not drop optional or a
+// type).
+func checkStored(t *testing.T, client kubernetes.Interface, rendered []object) {
+	ctx := t.Context()
+	for _, o := range rendered {
+		switch want := o.obj.(type) {
+		case *v1.ConfigMap:
+			got, err := client.CoreV1().ConfigMaps(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Errorf("ConfigMap %s: %v", want.Name, err)
+				continue
+			}
+			if len(got.Data)+len(want.Data) > 0 && !equalMaps(got.Data, want.Data) {
+				t.Errorf("ConfigMap %s stored %v, applied %v", want.Name, got.Data, want.Data)
+			}
+			if want.Name == apiserverConfigMap && len(got.Data) != 0 {
+				t.Errorf("ConfigMap %s holds %v: want it empty so the agent discovers the API server", want.Name, got.Data)
+			}
+		case *appsv1.DaemonSet:
+			got, err := client.AppsV1().DaemonSets(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Errorf("DaemonSet %s: %v", want.Name, err)
+				continue
+			}
+			gs, ws := got.Spec.Template.Spec, want.Spec.Template.Spec
+			ga, wa := gs.Containers[0], ws.Containers[0]
+			for _, c := range []struct {
+				what      string
+				got, want any
+			}{
+				// Names only: the server defaults fieldRef's apiVersion.
+				{"agent env", envNames(ga.Env), envNames(wa.Env)},
+				{"agent envFrom", ga.EnvFrom, wa.EnvFrom},
+				{"agent volumeMounts", ga.VolumeMounts, wa.VolumeMounts},
+				{"hostPath volumes", hostPaths(gs.Volumes), hostPaths(ws.Volumes)},
+			} {
+				if diff := cmp.Diff(c.want, c.got); diff != "" {
+					t.Errorf("DaemonSet %s %s (-applied +stored):\n%s", want.Name, c.what, diff)
+				}
+			}
+		}
+	}
+}
+
+func envNames(env []v1.EnvVar) []string {
+	var out []string
+	for _, e := range env {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// hostPaths lists a pod's hostPath volumes as name=path:type.
+func hostPaths(vs []v1.Volume) []string {
+	var out []string
+	for _, v := range vs {
+		if v.HostPath != nil {
+			typ := ""
+			if v.HostPath.Type != nil {
+				typ = string(*v.HostPath.Type)
+			}
+			out = append(out, v.Name+"="+v.HostPath.Path+":"+typ)
+		}
+	}
+	return out
 }
 
 // checkDiscoveryAsTheAgent runs API server discovery with the agent's
