@@ -8,13 +8,16 @@ import (
 )
 
 // TestProxyRenderShowsTrafficDistribution renders manifests with
-// trafficDistribution for node-a (zone-a): the state view names the
-// Service's value and what applies on the node, zone or fallback.
+// trafficDistribution for node-a (zone-a; node-c is in zone-b): the state
+// view names the Service's value and what applies here: zone, node or
+// every endpoint.
 func TestProxyRenderShowsTrafficDistribution(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"node.yaml": "apiVersion: v1\nkind: Node\nmetadata: {name: node-a, labels: {topology.kubernetes.io/zone: zone-a}}\n" +
-			"status: {addresses: [{type: InternalIP, address: 192.168.1.10}]}\n",
+			"status: {addresses: [{type: InternalIP, address: 192.168.1.10}]}\n---\n" +
+			"apiVersion: v1\nkind: Node\nmetadata: {name: node-c, labels: {topology.kubernetes.io/zone: zone-b}}\n" +
+			"status: {addresses: [{type: InternalIP, address: 192.168.1.12}]}\n",
 		"svc.yaml": zonedManifests("close", "10.96.30.1", "zone-a") + "---\n" + zonedManifests("far", "10.96.30.2", "zone-b"),
 	}
 	for name, text := range files {
