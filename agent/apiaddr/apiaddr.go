@@ -99,10 +99,17 @@ func (e *NotFoundError) Error() string {
 }
 
 // Discover returns the first address the sources in the package
-// documentation give, or a *NotFoundError listing what each said.
+// documentation give, or a *NotFoundError listing what each said. An
+// explicit address that is malformed is an error naming it: the operator
+// meant it, so no other source stands in.
 func Discover(ctx context.Context, o Options) (Result, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
+	}
+	for _, s := range []struct{ name, value string }{{"--apiserver", o.Flag}, {EnvAPIServer, o.Getenv(EnvAPIServer)}} {
+		if _, err := normalize(s.value); s.value != "" && err != nil {
+			return Result{}, fmt.Errorf("%s: %w", s.name, err)
+		}
 	}
 	if o.KubeletKubeconfigs == nil {
 		o.KubeletKubeconfigs = DefaultKubeletKubeconfigs()
@@ -133,11 +140,7 @@ func explicit(_ context.Context, o Options) (Result, []string) {
 			notes = append(notes, s.name+": not set")
 			continue
 		}
-		host, err := normalize(s.value)
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("%s: %v", s.name, err))
-			continue
-		}
+		host, _ := normalize(s.value) // checked by Discover
 		return Result{Host: host, Source: s.name}, notes
 	}
 	h, p := o.Getenv("KUBERNETES_SERVICE_HOST"), o.Getenv("KUBERNETES_SERVICE_PORT")

@@ -88,6 +88,8 @@ func TestDiscoverTakesTheFirstSourceThatAnswers(t *testing.T) {
 		wantTried []string
 		// wantSkipped are what the sources before the winner said.
 		wantSkipped []string
+		// wantErr is the whole error for a malformed explicit address.
+		wantErr string
 	}{
 		{name: "--apiserver wins over everything", flag: "cp.example:6443", env: with(inPod, EnvAPIServer, "https://env.example"),
 			kubeconfs: []string{kubelet}, via: proxy, wantHost: "https://cp.example:6443", wantSource: "--apiserver"},
@@ -124,9 +126,13 @@ func TestDiscoverTakesTheFirstSourceThatAnswers(t *testing.T) {
 				"EndpointSlice default/kubernetes: dial tcp 10.96.0.1:443: i/o timeout",
 				"set NODENET_APISERVER",
 			}},
-		{name: "outside a pod with no files: every source says why", env: map[string]string{EnvAPIServer: "ftp://x"}, kubeconfs: []string{},
-			wantTried: []string{`NODENET_APISERVER: "ftp://x": want https://host[:port]`, "KUBERNETES_SERVICE_HOST/PORT: not set",
+		{name: "outside a pod with no files: every source says why", kubeconfs: []string{},
+			wantTried: []string{"KUBERNETES_SERVICE_HOST/PORT: not set",
 				"ConfigMap kube-system/kube-proxy: no in-cluster client", "EndpointSlice default/kubernetes: no in-cluster client"}},
+		{name: "a malformed NODENET_APISERVER is an error, not a fallback", env: with(inPod, EnvAPIServer, "ftp://x"),
+			kubeconfs: []string{kubelet}, via: proxy, wantErr: `NODENET_APISERVER: "ftp://x": want https://host[:port]`},
+		{name: "a malformed --apiserver is an error, not a fallback", flag: "https://cp.example:6443/api", env: inPod,
+			kubeconfs: []string{kubelet}, via: proxy, wantErr: `--apiserver: "https://cp.example:6443/api": want https://host[:port]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Discover(t.Context(), Options{
@@ -136,6 +142,12 @@ func TestDiscoverTakesTheFirstSourceThatAnswers(t *testing.T) {
 				KubeletKubeconfigs: tc.kubeconfs,
 				ViaService:         tc.via,
 			})
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("Discover = %+v, %v; want error %q", got, err, tc.wantErr)
+				}
+				return
+			}
 			if tc.wantTried != nil {
 				var nf *NotFoundError
 				if !errors.As(err, &nf) {
