@@ -7,6 +7,10 @@
 //
 //  1. load and validate the config (configHardFail: exit naming the field,
 //     touching nothing);
+//     then find the API server without the kubernetes Service this agent
+//     programs (agent/apiaddr: --apiserver or NODENET_APISERVER, the
+//     kubelet's kubeconfig on the node, kube-proxy's ConfigMap, the
+//     kubernetes EndpointSlice), unless --kubeconfig or offline files;
 //  2. build the dataplanes (linux: netlink + veth/bridge + nftables; hns:
 //     the host's HNS; sim: the HNS simulator);
 //  3. serve CNI at once, answering "try again later" until the network
