@@ -131,7 +131,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	log.Info("Starting nodenet-agent", "version", a.version, "dataplane", a.opts.Dataplane, "source", a.source.String(),
 		"mode", cfg.Network.Mode, "network", cfg.Network.Name, "dsr", cfg.Proxy.EnableDSR)
 
-	client, err := newAgentClient(ctx, a.opts, cfg.ServiceCIDRs, log)
+	client, folder, watched, err := a.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer events.shutdown()
 	events.configProblems(a.loaded)
 
-	dp, err := buildDataplane(ctx, a.opts.Dataplane, buildInputs{cfg: cfg, client: client, logger: log, hostHNS: a.hostHNS})
+	dp, err := buildDataplane(ctx, a.opts.Dataplane, buildInputs{cfg: cfg, client: client, nodes: folderNodes(folder), logger: log, hostHNS: a.hostHNS})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -148,7 +148,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer dp.close()
 
-	p := &parts{client: client, recorder: events.recorder, dp: dp, networkReady: make(chan struct{})}
+	p := &parts{client: client, folder: folder, folderWatched: watched, recorder: events.recorder, dp: dp, networkReady: make(chan struct{})}
 	if err := a.openLocalServers(p); err != nil {
 		return err
 	}
@@ -182,8 +182,12 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // parts are what Run builds before it starts anything.
 type parts struct {
-	client   kubernetes.Interface
-	recorder record.EventRecorder
+	client kubernetes.Interface
+	// folder, offline, is the manifest folder (no client then);
+	// folderWatched yields its watch's error.
+	folder        *source.Folder
+	folderWatched <-chan error
+	recorder      record.EventRecorder
 	dp       *dataplane
 	cni      *cni.Server
 	// The listeners are the servers' once they run.
@@ -230,10 +234,15 @@ func (a *Agent) openLocalServers(p *parts) error {
 func (a *Agent) newNetwork(ctx context.Context, g *group, p *parts) (*overlay.Controller, error) {
 	cfg, log := a.cfg, a.log
 	var readyOnce sync.Once
+	var nodes overlay.NodeSource
+	if p.folder != nil {
+		nodes = p.folder.Nodes()
+	}
 	return overlay.NewController(overlay.ControllerOptions{
 		Config:    cfg,
 		NodeName:  cfg.NodeName,
 		Client:    p.client,
+		Nodes:     nodes,
 		Dataplane: p.dp.network,
 		OnReady: func(local *overlay.LocalNetwork) {
 			// Before the CNI server has the network, so no pod starts
@@ -272,6 +281,9 @@ func (a *Agent) start(ctx context.Context, g *group, p *parts) {
 	g.run("metrics server", func() error {
 		return serveHTTP(ctx, cfg.Proxy.MetricsBindAddress, p.metricsHandler, log)
 	})
+	if p.folderWatched != nil {
+		g.run("manifest folder", func() error { return <-p.folderWatched })
+	}
 	g.run("network", func() error { return p.ctrl.Run(ctx) })
 	afterNetwork := func(name string, fn func() error) {
 		g.run(name, func() error {
@@ -289,7 +301,7 @@ func (a *Agent) start(ctx context.Context, g *group, p *parts) {
 	}
 	afterNetwork("proxy", func() error {
 		return a.runProxy(ctx, proxyInputs{
-			client: p.client, ctrl: p.ctrl, dp: p.dp, metrics: p.metrics, health: p.health, recorder: p.recorder,
+			client: p.client, folder: p.folder, ctrl: p.ctrl, dp: p.dp, metrics: p.metrics, health: p.health, recorder: p.recorder,
 		})
 	})
 }

@@ -31,8 +31,12 @@ const maxEventMessage = 1024
 // RecordConfigError records e as a Warning Event on this Node, so an
 // operator sees why the agent won't start without reading its log. It is
 // best effort, bounded by timeout: a missing kubeconfig or an unreachable
-// API server only costs the Event. o are the Options given to New.
+// API server only costs the Event. o are the Options given to New; an
+// offline agent (Options.Offline) records nothing.
 func RecordConfigError(e *ConfigError, o Options, timeout time.Duration) error {
+	if o.Offline() {
+		return nil // no API server to record it on; the error is on stderr
+	}
 	node := e.Config.Config.NodeName
 	if node == "" {
 		return fmt.Errorf("no node name to record the config error on")

@@ -62,6 +62,8 @@ type backendInputs struct {
 type buildInputs struct {
 	cfg    *config.AgentConfiguration
 	client kubernetes.Interface
+	// nodes, offline, is where this node's Node is read (no client then).
+	nodes  nodeGetter
 	logger klog.Logger
 	// hostHNS is the host's HNS client (Windows, --dataplane=hns).
 	hostHNS hns.Interface

@@ -21,7 +21,7 @@ import (
 
 func TestHNSDumpShowsWhatTheNetworkPartMade(t *testing.T) {
 	ctx := t.Context()
-	adapter := simulatedAdapter([]netip.Addr{ip("192.168.1.11")})
+	adapter := simulatedAdapter([]netip.Addr{ip("192.168.1.11")}, hostPrefixOf)
 	adapter.IPs = []netip.Prefix{prefix("192.168.1.11/24")}
 	sim := hns.NewSimulator(hns.SimulatorOptions{HostAdapters: []hns.HostAdapter{{Name: adapter.Name, IPs: []string{"192.168.1.11"}, MAC: dashMAC(adapter.MAC)}}})
 	cfg := testConfig(t, config.OSWindows, config.NetworkModeOverlay, nil)

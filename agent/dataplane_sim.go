@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/nodenet/nodenet/agent/status"
@@ -31,17 +30,39 @@ const simAdapter = "Ethernet"
 // balancers, outbound NAT) is what this node would get on Windows. It
 // waits for this Node to have an IP.
 func buildSim(ctx context.Context, in buildInputs) (*dataplane, error) {
-	ips, err := waitForNodeIPs(ctx, in.client, in.cfg, in.logger)
+	ips, err := waitForNodeIPs(ctx, in.nodeGetter(), in.cfg, in.logger)
 	if err != nil {
 		return nil, err
 	}
 	_, version := simulatorFeatures(in.cfg)
-	adapter := simulatedAdapter(ips)
+	_, dp, err := buildSimHost(simHost{version: version, ips: ips, prefix: hostPrefixOf}, in)
+	if err != nil {
+		return nil, err
+	}
+	in.logger.Info("Running on the HNS simulator: this shows what a Windows node would program; pods are not wired for real", "hnsVersion", version, "nodeIPs", ips)
+	return dp, nil
+}
+
+// simHost describes a simulated Windows host.
+type simHost struct {
+	version hns.Version
+	// build is the Windows build; zero: hns.BuildFor(version).
+	build hns.OSBuild
+	// ips are the node's addresses, on its one adapter, with the prefix
+	// length prefix gives each.
+	ips    []netip.Addr
+	prefix func(netip.Addr) netip.Prefix
+}
+
+// buildSimHost builds the Windows dataplane (buildHNS: the agent's
+// network, pod wiring and proxy backend) on a new simulator for h.
+func buildSimHost(h simHost, in buildInputs) (*hns.Simulator, *dataplane, error) {
+	adapter := simulatedAdapter(h.ips, h.prefix)
 	hostAdapter := hns.HostAdapter{Name: adapter.Name, MAC: dashMAC(adapter.MAC)}
-	for _, ip := range ips {
+	for _, ip := range h.ips {
 		hostAdapter.IPs = append(hostAdapter.IPs, ip.String())
 	}
-	sim := hns.NewSimulator(hns.SimulatorOptions{Version: version, HostAdapters: []hns.HostAdapter{hostAdapter}})
+	sim := hns.NewSimulator(hns.SimulatorOptions{Version: h.version, OSBuild: h.build, HostAdapters: []hns.HostAdapter{hostAdapter}})
 	dp, err := buildHNS(hnsParts{
 		hns:       sim,
 		simulated: true,
@@ -49,23 +70,22 @@ func buildSim(ctx context.Context, in buildInputs) (*dataplane, error) {
 		adapters:  func(context.Context) ([]hnsnet.Adapter, error) { return []hnsnet.Adapter{adapter}, nil },
 	}, in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dp.healthCheckPorts = false
 	dp.dump = func(context.Context) ([]status.Section, error) {
 		return []status.Section{{Title: "HNS (simulated)", Text: sim.Dump()}}, nil
 	}
-	in.logger.Info("Running on the HNS simulator: this shows what a Windows node would program; pods are not wired for real", "hnsVersion", version, "nodeIPs", ips)
-	return dp, nil
+	return sim, dp, nil
 }
 
-// simulatedAdapter is an adapter holding ips, with the prefix length this
-// host gives the address when it has it (else a host prefix), and a MAC
-// derived from the first IP so it is the same on every run.
-func simulatedAdapter(ips []netip.Addr) hnsnet.Adapter {
+// simulatedAdapter is an adapter holding ips, each with the prefix length
+// prefix gives it (the agent: this host's, where it has the address), and
+// a MAC derived from the first IP so it is the same on every run.
+func simulatedAdapter(ips []netip.Addr, prefix func(netip.Addr) netip.Prefix) hnsnet.Adapter {
 	a := hnsnet.Adapter{Name: simAdapter, Index: 1, MTU: 1500}
 	for _, ip := range ips {
-		a.IPs = append(a.IPs, hostPrefixOf(ip))
+		a.IPs = append(a.IPs, prefix(ip))
 	}
 	sum := sha256.Sum256(ips[0].AsSlice())
 	a.MAC = net.HardwareAddr{0x00, 0x15, 0x5d, sum[0], sum[1], sum[2]} // Hyper-V's OUI
@@ -102,11 +122,11 @@ func dashMAC(mac net.HardwareAddr) string {
 // waitForNodeIPs returns this node's IPv4 (and IPv6) address as the
 // network part will choose them (nodeIPOverride, else the Node's
 // InternalIP), waiting for the Node and its IPv4 address.
-func waitForNodeIPs(ctx context.Context, client kubernetes.Interface, cfg *config.AgentConfiguration, logger klog.Logger) ([]netip.Addr, error) {
+func waitForNodeIPs(ctx context.Context, nodes func(context.Context, string) (*v1.Node, error), cfg *config.AgentConfiguration, logger klog.Logger) ([]netip.Addr, error) {
 	var ips []netip.Addr
 	logged := false
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		n, err := client.CoreV1().Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{})
+		n, err := nodes(ctx, cfg.NodeName)
 		if err != nil && !apierrors.IsNotFound(err) {
 			if !logged {
 				logger.Info("Reading this Node for the simulated host's adapter; retrying", "node", cfg.NodeName, "err", err.Error())
@@ -128,6 +148,16 @@ func waitForNodeIPs(ctx context.Context, client kubernetes.Interface, cfg *confi
 		return nil, fmt.Errorf("waiting for Node %s's IP: %w", cfg.NodeName, err)
 	}
 	return ips, nil
+}
+
+// nodeGetter reads a Node: from the folder offline, else the API server.
+func (in buildInputs) nodeGetter() func(context.Context, string) (*v1.Node, error) {
+	if in.nodes != nil {
+		return func(_ context.Context, name string) (*v1.Node, error) { return in.nodes.Get(name) }
+	}
+	return func(ctx context.Context, name string) (*v1.Node, error) {
+		return in.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	}
 }
 
 // nodeIPs are the node's IPv4 then IPv6 address: nodeIPOverride's, else

@@ -24,9 +24,14 @@ type events struct {
 	node     *v1.ObjectReference
 }
 
+// newEvents records through client, or, with none (offline), to the log.
 func newEvents(client kubernetes.Interface, nodeName string) *events {
 	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	if client == nil {
+		b.StartStructuredLogging(0)
+	} else {
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	}
 	return &events{
 		recorder: b.NewRecorder(scheme.Scheme, v1.EventSource{Component: overlay.EventComponent, Host: nodeName}),
 		shutdown: b.Shutdown,

@@ -21,6 +21,7 @@ import (
 // proxyInputs are what Run hands the proxy once the network is ready.
 type proxyInputs struct {
 	client   kubernetes.Interface
+	folder   *source.Folder // offline: the proxy's source
 	ctrl     *overlay.Controller
 	dp       *dataplane
 	metrics  *metrics.Metrics
@@ -55,8 +56,10 @@ func (a *Agent) runProxy(ctx context.Context, in proxyInputs) error {
 	if err != nil {
 		return fmt.Errorf("%s backend: %w", a.opts.Dataplane.ProxyBackend(), err)
 	}
-	src, err := a.source.New(source.Options{Client: in.client, NodeName: cfg.NodeName, Logger: log})
-	if err != nil {
+	var src source.Interface
+	if in.folder != nil {
+		src = in.folder.Proxy()
+	} else if src, err = a.source.New(source.Options{Client: in.client, NodeName: cfg.NodeName, Logger: log}); err != nil {
 		return err
 	}
 	opts, err := ProxierOptions(cfg, node)

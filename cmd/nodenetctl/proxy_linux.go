@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
 
 	"github.com/nodenet/nodenet/config"
@@ -21,13 +19,16 @@ import (
 	"github.com/nodenet/nodenet/proxy/source"
 )
 
-// renderTimeout bounds the one sync render waits for; reading a folder
-// takes milliseconds.
-const renderTimeout = 30 * time.Second
-
 // render runs the proxy once over the manifests, with the nftables
 // backend writing into knftables' in-memory table, and prints the result.
 func render(cfg *config.AgentConfiguration, flags proxyFlags, stdout, stderr io.Writer) int {
+	logger := renderLogger(flags.verbose)
+	folder := source.NewFolder(source.FilesOptions{Dir: flags.manifests, NodeName: flags.node, Offline: true, Logger: logger})
+	if err := folder.Read(); err != nil {
+		fmt.Fprintf(stderr, "nodenetctl proxy render: %v\n", err)
+		return exitInvalid
+	}
+	nodeFacts(cfg, &flags, folder.Nodes())
 	node := proxier.Node{Name: flags.node}
 	for _, s := range flags.nodeIPs {
 		node.IPs = append(node.IPs, netip.MustParseAddr(s))
@@ -37,14 +38,8 @@ func render(cfg *config.AgentConfiguration, flags proxyFlags, stdout, stderr io.
 	}
 	nftOpts, err := proxier.NFTablesOptions(cfg, node)
 	if err != nil {
-		fmt.Fprintf(stderr, "nodenetctl proxy render: %v\n", err)
+		fmt.Fprintf(stderr, "nodenetctl proxy render: %v (give --node-ip, or an InternalIP on Node %s)\n", err, flags.node)
 		return exitInvalid
-	}
-	logger := klog.Background()
-	if !flags.verbose {
-		// A sink that drops everything: logr.Discard's nil sink would read as
-		// "unset" and fall back to klog.
-		logger = funcr.New(func(string, string) {}, funcr.Options{})
 	}
 	fake := knftables.NewFake(knftables.InetFamily, nftables.TableName)
 	nftOpts.NFT = fake
@@ -57,7 +52,7 @@ func render(cfg *config.AgentConfiguration, flags proxyFlags, stdout, stderr io.
 	brainOpts := proxier.BrainOptions(cfg, node)
 	brainOpts.Logger = logger
 	p, err := proxier.New(proxier.Options{
-		Source:     source.NewFiles(source.FilesOptions{Dir: flags.manifests, NodeName: flags.node, Logger: logger}),
+		Source:     folder.Proxy(),
 		Backend:    backend,
 		Brain:      brainOpts,
 		SyncPeriod: time.Hour,
@@ -88,6 +83,9 @@ func render(cfg *config.AgentConfiguration, flags proxyFlags, stdout, stderr io.
 		printState(stdout, p.State())
 	} else {
 		fmt.Fprint(stdout, fake.Dump())
+	}
+	if printProblems(stderr, folder.Problems()) {
+		return exitInvalid
 	}
 	return exitOK
 }

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestProxyRender(t *testing.T) {
+	noAddress := t.TempDir()
+	if err := os.WriteFile(filepath.Join(noAddress, "node.yaml"), []byte("apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	base := []string{"proxy", "render", "--config", testdata + "agent-minimal.yaml", "--manifests", "../../examples/services", "--node", "node-a"}
 	tests := []struct {
 		name       string
@@ -35,8 +41,13 @@ func TestProxyRender(t *testing.T) {
 			"192.168.1.10/32",
 		},
 	}, {
-		name:       "primary node-port addresses without --node-ip name the config field",
+		name:       "without --node-ip the Node's InternalIP is the node IP",
 		args:       base,
+		wantCode:   exitOK,
+		wantStdout: []string{"192.168.1.10/32"},
+	}, {
+		name:       "primary node-port addresses with no node IP at all name the config field",
+		args:       []string{"proxy", "render", "--config", testdata + "agent-minimal.yaml", "--manifests", noAddress, "--node", "node-a"},
 		wantCode:   exitInvalid,
 		wantStderr: "proxy.nodePortAddresses[0]",
 	}, {
