@@ -188,8 +188,8 @@ type parts struct {
 	folder        *source.Folder
 	folderWatched <-chan error
 	recorder      record.EventRecorder
-	dp       *dataplane
-	cni      *cni.Server
+	dp            *dataplane
+	cni           *cni.Server
 	// The listeners are the servers' once they run.
 	cniListener, statusListener net.Listener
 	metrics                     *metrics.Metrics

@@ -96,7 +96,9 @@ type Event struct {
 	Message string `json:"message"`
 }
 
-func (e Event) String() string { return fmt.Sprintf("%s %s %s: %s", e.Type, e.Object, e.Reason, e.Message) }
+func (e Event) String() string {
+	return fmt.Sprintf("%s %s %s: %s", e.Type, e.Object, e.Reason, e.Message)
+}
 
 // RenderHNS shows what a Windows node would program for a folder of
 // manifests, on the HNS simulator: the agent's own parts, as

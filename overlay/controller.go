@@ -90,9 +90,9 @@ type nodeReader interface {
 // node is gone: while the API server is unreachable the informer keeps its
 // last state and so does the dataplane.
 type Controller struct {
-	opts   ControllerOptions
-	log    klog.Logger
-	rules  PeerRules
+	opts  ControllerOptions
+	log   klog.Logger
+	rules PeerRules
 	nodes nodeReader
 	dirty chan struct{}
 
