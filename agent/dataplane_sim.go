@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,7 +36,7 @@ func buildSim(ctx context.Context, in buildInputs) (*dataplane, error) {
 		return nil, err
 	}
 	_, version := simulatorFeatures(in.cfg)
-	_, dp, err := buildSimHost(simHost{version: version, ips: ips, prefix: hostPrefixOf}, in)
+	_, _, dp, err := buildSimHost(simHost{version: version, ips: ips, prefix: hostPrefixOf}, in)
 	if err != nil {
 		return nil, err
 	}
@@ -55,28 +56,49 @@ type simHost struct {
 }
 
 // buildSimHost builds the Windows dataplane (buildHNS: the agent's
-// network, pod wiring and proxy backend) on a new simulator for h.
-func buildSimHost(h simHost, in buildInputs) (*hns.Simulator, *dataplane, error) {
+// network, pod wiring and proxy backend) on a new simulator and host
+// route table for h.
+func buildSimHost(h simHost, in buildInputs) (*hns.Simulator, *hostroute.Fake, *dataplane, error) {
 	adapter := simulatedAdapter(h.ips, h.prefix)
 	hostAdapter := hns.HostAdapter{Name: adapter.Name, MAC: dashMAC(adapter.MAC)}
 	for _, ip := range h.ips {
 		hostAdapter.IPs = append(hostAdapter.IPs, ip.String())
 	}
 	sim := hns.NewSimulator(hns.SimulatorOptions{Version: h.version, OSBuild: h.build, HostAdapters: []hns.HostAdapter{hostAdapter}})
+	routes := hostroute.NewFake()
 	dp, err := buildHNS(hnsParts{
 		hns:       sim,
 		simulated: true,
-		routes:    hostroute.NewFake(),
+		routes:    routes,
 		adapters:  func(context.Context) ([]hnsnet.Adapter, error) { return []hnsnet.Adapter{adapter}, nil },
 	}, in)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	dp.healthCheckPorts = false
-	dp.dump = func(context.Context) ([]status.Section, error) {
-		return []status.Section{{Title: "HNS (simulated)", Text: sim.Dump()}}, nil
+	dp.dump = func(ctx context.Context) ([]status.Section, error) {
+		sections := []status.Section{{Title: "HNS (simulated)", Text: sim.Dump()}}
+		if text := DumpHostRoutes(ctx, routes); text != "" {
+			sections = append(sections, status.Section{Title: "Host routes (simulated)", Text: text})
+		}
+		return sections, nil
 	}
-	return sim, dp, nil
+	return sim, routes, dp, nil
+}
+
+// DumpHostRoutes lists the routes of a simulated host's table, one a
+// line ("" when it has none): the l2bridge routes to other nodes' pod
+// CIDRs, which live there rather than in HNS.
+func DumpHostRoutes(ctx context.Context, routes hostroute.Interface) string {
+	list, err := routes.List(ctx)
+	if err != nil {
+		return fmt.Sprintf("(unreadable: %v)\n", err)
+	}
+	var b strings.Builder
+	for _, r := range list {
+		fmt.Fprintf(&b, "  %s\n", r)
+	}
+	return b.String()
 }
 
 // simulatedAdapter is an adapter holding ips, each with the prefix length

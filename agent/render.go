@@ -22,6 +22,7 @@ import (
 	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/overlay"
+	"github.com/nodenet/nodenet/overlay/hostroute"
 	"github.com/nodenet/nodenet/proxy"
 	"github.com/nodenet/nodenet/proxy/metrics"
 	"github.com/nodenet/nodenet/proxy/proxier"
@@ -69,8 +70,10 @@ type RenderOptions struct {
 // Rendered is what a Windows node would hold for a folder of manifests.
 type Rendered struct {
 	// HNS is the simulated host after the network, the pods and the
-	// first proxy sync.
-	HNS *hns.Simulator
+	// first proxy sync; HostRoutes its route table (l2bridge's routes to
+	// other nodes' pod CIDRs).
+	HNS        *hns.Simulator
+	HostRoutes hostroute.Interface
 	// Network is nil when the node network is ready, else why not.
 	Network error
 	// Proxy is nil when the proxy synced, else why it did not.
@@ -152,11 +155,11 @@ func RenderHNS(ctx context.Context, opts RenderOptions) (*Rendered, error) {
 
 	events := &eventCapture{}
 	in := buildInputs{cfg: cfg, logger: log}
-	sim, dp, err := buildSimHost(simHost{version: opts.Version, build: opts.Build, ips: ips, prefix: hostPrefix}, in)
+	sim, routes, dp, err := buildSimHost(simHost{version: opts.Version, build: opts.Build, ips: ips, prefix: hostPrefix}, in)
 	if err != nil {
 		return nil, err
 	}
-	out.HNS = sim
+	out.HNS, out.HostRoutes = sim, routes
 	ctrl, err := overlay.NewController(overlay.ControllerOptions{
 		Config: cfg, NodeName: opts.NodeName, Nodes: nodes, Dataplane: dp.network,
 		Recorder: events, Logger: log.WithName("network"),

@@ -141,6 +141,9 @@ func printHNS(w io.Writer, flags proxyFlags, cfg *config.AgentConfiguration, hos
 	fmt.Fprintf(w, "# network %s %q, DSR %s, load-balancer updates %s, at most %d backends per load balancer\n",
 		cfg.Network.Mode, cfg.Network.Name, dsr, updates, maxBackends(cfg, host))
 	fmt.Fprint(w, r.HNS.Dump())
+	if routes := agent.DumpHostRoutes(context.Background(), r.HostRoutes); routes != "" {
+		fmt.Fprintf(w, "Host routes:\n%s", routes)
+	}
 	printList(w, "Events (the agent records these)", eventLines(r.Events))
 	printList(w, "Notes", r.Notes)
 }
@@ -178,6 +181,7 @@ type renderedJSON struct {
 	Networks      []hns.Network      `json:"networks"`
 	Endpoints     []hns.Endpoint     `json:"endpoints"`
 	LoadBalancers []hns.LoadBalancer `json:"loadBalancers"`
+	HostRoutes    []string           `json:"hostRoutes"`
 	Events        []agent.Event      `json:"events"`
 	Problems      []string           `json:"problems"`
 	Notes         []string           `json:"notes"`
@@ -217,6 +221,14 @@ func printHNSJSON(ctx context.Context, w io.Writer, node string, host windowsHos
 	}
 	if out.LoadBalancers, err = r.HNS.ListLoadBalancers(ctx); err != nil {
 		return err
+	}
+	routes, err := r.HostRoutes.List(ctx)
+	if err != nil {
+		return err
+	}
+	out.HostRoutes = []string{}
+	for _, rt := range routes {
+		out.HostRoutes = append(out.HostRoutes, rt.String())
 	}
 	sort.Slice(out.Networks, func(i, j int) bool { return out.Networks[i].ID < out.Networks[j].ID })
 	sort.Slice(out.Endpoints, func(i, j int) bool { return out.Endpoints[i].ID < out.Endpoints[j].ID })
