@@ -115,6 +115,10 @@ func check(want map[objectKey]object, offline bool) []error {
 			continue
 		}
 		if cidrs, ok := podCIDRs[node]; ok {
+			if len(cidrs) == 0 {
+				reject(o, "its Node %s has no pod CIDR", node)
+				continue
+			}
 			if ip, ok := outside(ips, cidrs); ok {
 				reject(o, "pod IP %s is outside Node %s's pod CIDRs %v", ip, node, cidrs)
 				continue
