@@ -285,6 +285,10 @@ func (a *Agent) start(ctx context.Context, g *group, p *parts) {
 		g.run("manifest folder", func() error { return <-p.folderWatched })
 	}
 	g.run("network", func() error { return p.ctrl.Run(ctx) })
+	// Not after the network: the network waits for the pod CIDRs it sets.
+	if cfg.Network.PodCIDRAllocation == config.PodCIDRAllocationAgent {
+		g.run("pod CIDR allocator", func() error { return a.runPodCIDRAllocator(ctx, p) })
+	}
 	afterNetwork := func(name string, fn func() error) {
 		g.run(name, func() error {
 			select {

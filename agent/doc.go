@@ -21,7 +21,10 @@
 //     masquerade pod traffic leaving the cluster (overlay/egress, unless
 //     linux.masqueradePodEgress is false; kept every sync period), then the
 //     network is handed to the CNI server in memory and the conflist is
-//     written (from the same config);
+//     written (from the same config); with network.podCIDRAllocation:
+//     agent, every agent also runs for the Lease nodenet-pod-cidr-allocator
+//     in its namespace (POD_NAMESPACE, else the service account's, else
+//     nodenet-system) and the leader sets Nodes' pod CIDRs (ipam/nodecidr);
 //  5. then start the proxy once, with the network facts (node IPs, pod
 //     CIDRs, network name, source VIP, DSR) handed over in memory.
 //
