@@ -6,6 +6,10 @@
 //	nodenet-agent --config FILE [--write-config-to FILE] [--kubeconfig FILE] [--apiserver URL]
 //	    [--dataplane linux|hns|sim] [--source kubernetes|files:DIR] [--v N]
 //
+// With --source files:DIR and neither --kubeconfig nor --apiserver the
+// agent needs no cluster: DIR holds the Nodes too, nothing is written to
+// any Node, and Events go to the log (agent.Options.Offline).
+//
 // Exit status: 0 after a clean shutdown (SIGTERM, SIGINT, a service stop)
 // or --write-config-to; 1 when the config is invalid (the error names each
 // field, and nothing was touched) or a part failed; 2 for bad flags.
@@ -71,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: the pod's service account, at the address discovery finds)")
 	fs.StringVar(&f.apiserver, "apiserver", "", "the API server address (https://host:port) with the pod's service account; default: "+agent.APIServerDiscoveryOrder)
 	fs.StringVar(&f.dataplane, "dataplane", string(agent.DefaultDataplane()), "what to program: linux (netlink + nftables), hns (Windows) or sim (the HNS simulator: what a Windows node would get)")
-	fs.StringVar(&f.source, "source", "kubernetes", "where the proxy reads Services and EndpointSlices: kubernetes or files:DIR")
+	fs.StringVar(&f.source, "source", "kubernetes", "where the proxy reads Services and EndpointSlices: kubernetes or files:DIR; files:DIR without --kubeconfig or --apiserver runs with no API server at all, Nodes (this node's and its peers') coming from DIR too")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
