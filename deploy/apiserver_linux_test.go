@@ -44,7 +44,7 @@ const nodeNameExtra = "authentication.kubernetes.io/node-name"
 const (
 	deniedOtherNode = "nodenet-agent may only write its own Node"
 	deniedMetadata  = "nodenet-agent may only change flannel.alpha.coreos.com/ annotations on its Node"
-	deniedStatus    = "nodenet-agent may only change the NetworkUnavailable condition in its Node's status"
+	deniedStatus    = "nodenet-agent may only change the NetworkUnavailable and NodenetPodCIDRUnavailable conditions in its Node's status"
 )
 
 // TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege applies
@@ -163,6 +163,16 @@ func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T
 			{nsAttrs(v1.GroupName, "events", "default", "list"), false},
 			{nsAttrs("events.k8s.io", "events", "app", "create"), false},
 			{attrs("rbac.authorization.k8s.io", "clusterroles", "", "escalate"), false},
+			// Pod CIDR allocator: its one Lease, in this namespace only.
+			{nsAttrs("coordination.k8s.io", "leases", namespace, "create"), true},
+			{named(nsAttrs("coordination.k8s.io", "leases", namespace, "get"), podCIDRLease), true},
+			{named(nsAttrs("coordination.k8s.io", "leases", namespace, "update"), podCIDRLease), true},
+			{named(nsAttrs("coordination.k8s.io", "leases", namespace, "get"), "kube-scheduler"), false},
+			{named(nsAttrs("coordination.k8s.io", "leases", namespace, "delete"), podCIDRLease), false},
+			{named(nsAttrs("coordination.k8s.io", "leases", namespace, "patch"), podCIDRLease), false},
+			{nsAttrs("coordination.k8s.io", "leases", namespace, "list"), false},
+			{nsAttrs("coordination.k8s.io", "leases", metav1.NamespaceSystem, "create"), false},
+			{named(nsAttrs("coordination.k8s.io", "leases", metav1.NamespaceSystem, "update"), podCIDRLease), false},
 		} {
 			a := c.attrs
 			name := fmt.Sprintf("%s %s/%s/%s %q in %q", a.Verb, a.Group, a.Resource, a.Subresource, a.Name, a.Namespace)
@@ -200,6 +210,13 @@ func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T
 				t.Fatal(err)
 			}
 		}
+		// Nodes still waiting for pod CIDRs, for the allocator's writes.
+		for _, name := range []string{"node-c", "node-d"} {
+			node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"}}}
+			if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		onNodeA := agentClient(t, srv.RESTConfig(), "node-a")
 		unbound := agentClient(t, srv.RESTConfig(), "")
 		// The apiserver loads a new policy asynchronously: wait until it
@@ -216,6 +233,7 @@ func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T
 		// The patches the overlay controller sends (overlay/status.go).
 		flannel := `{"metadata":{"annotations":{"flannel.alpha.coreos.com/public-ip":"192.168.1.10","flannel.alpha.coreos.com/kube-subnet-manager":"true"}}}`
 		networkReady := `{"status":{"conditions":[{"type":"NetworkUnavailable","status":"False","reason":"NodenetReady","message":"ok","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+		podCIDRUnavailable := `{"status":{"conditions":[{"type":"NodenetPodCIDRUnavailable","status":"True","reason":"CIDRNotAvailable","message":"full","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
 		for _, c := range []struct {
 			name      string
 			client    kubernetes.Interface
@@ -236,6 +254,13 @@ func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T
 			{"cordoning its own Node", onNodeA, "node-a", types.MergePatchType, `{"spec":{"unschedulable":true}}`, false, deniedMetadata},
 			{"the Ready condition of its own Node", onNodeA, "node-a", types.StrategicMergePatchType, `{"status":{"conditions":[{"type":"Ready","status":"False","reason":"X"}]}}`, true, deniedStatus},
 			{"the addresses of its own Node", onNodeA, "node-a", types.StrategicMergePatchType, `{"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.9"}]}}`, true, deniedStatus},
+			// The pod CIDR allocator's leader (ipam/nodecidr) on other Nodes.
+			{"pod CIDRs on another Node that has none", onNodeA, "node-c", types.MergePatchType, `{"spec":{"podCIDR":"10.244.2.0/24","podCIDRs":["10.244.2.0/24"]}}`, false, ""},
+			{"NodenetPodCIDRUnavailable on another Node", onNodeA, "node-d", types.StrategicMergePatchType, podCIDRUnavailable, true, ""},
+			{"pod CIDRs and a cordon on another Node", onNodeA, "node-d", types.MergePatchType, `{"spec":{"podCIDR":"10.244.3.0/24","podCIDRs":["10.244.3.0/24"],"unschedulable":true}}`, false, deniedOtherNode},
+			{"pod CIDRs and a label on another Node", onNodeA, "node-d", types.MergePatchType, `{"metadata":{"labels":{"example.com/x":"y"}},"spec":{"podCIDR":"10.244.3.0/24","podCIDRs":["10.244.3.0/24"]}}`, false, deniedOtherNode},
+			{"pod CIDRs from a token bound to no node", unbound, "node-d", types.MergePatchType, `{"spec":{"podCIDR":"10.244.3.0/24","podCIDRs":["10.244.3.0/24"]}}`, false, deniedOtherNode},
+			{"the Ready condition of another Node", onNodeA, "node-d", types.StrategicMergePatchType, `{"status":{"conditions":[{"type":"Ready","status":"False","reason":"X"}]}}`, true, deniedOtherNode},
 		} {
 			var sub []string
 			if c.status {
@@ -267,6 +292,13 @@ func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T
 		slices.Sort(conds)
 		if strings.Join(conds, ",") != "NetworkUnavailable=False,Ready=True" {
 			t.Errorf("node-a conditions %v, want NetworkUnavailable=False and Ready=True", conds)
+		}
+		c, err := client.CoreV1().Nodes().Get(ctx, "node-c", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(c.Spec.PodCIDRs, []string{"10.244.2.0/24"}) {
+			t.Errorf("node-c pod CIDRs %v, want the allocator's 10.244.2.0/24", c.Spec.PodCIDRs)
 		}
 	})
 }

@@ -384,6 +384,8 @@ func TestTheKustomizationsReachEveryManifestAndNothingIsMissing(t *testing.T) {
 		"ClusterRoleBinding/nodenet-agent",
 		"Role/" + discoveryRole,
 		"RoleBinding/" + discoveryRole,
+		"Role/nodenet-agent-leader-election",
+		"RoleBinding/nodenet-agent-leader-election",
 		"ValidatingAdmissionPolicy/nodenet-agent-node-writes",
 		"ValidatingAdmissionPolicyBinding/nodenet-agent-node-writes",
 		"ConfigMap/nodenet-config",
