@@ -11,9 +11,16 @@
 // stdout, or written atomically to -o FILE), even when it still has errors
 // to fix, such as the serviceCIDRs no kube-proxy or flannel config carries.
 //
-// The service proxy without a cluster:
+// What a node programs, without a cluster:
 //
-//	nodenetctl proxy render --config FILE --manifests DIR [--node NAME] [--node-ip IP] [-o nft|state]
+//	nodenetctl proxy render --config FILE --manifests DIR [--node NAME] [--node-ip IP] [--pod-cidr CIDR]
+//	    [-o nft|state|hns|json] [--windows-server YEAR | --hns-version V]
+//
+// The folder stands in for the API server (Nodes, Pods, Services,
+// EndpointSlices). nft and state render the Linux proxy (Linux builds
+// only); hns and json run the agent's Windows parts on the HNS simulator
+// of the version asked for (agent.RenderHNS). Bad manifests are errors
+// naming file and object; the rest is rendered and the exit status is 1.
 //
 // The local agent, over its root-only socket (agent/status):
 //

@@ -19,6 +19,7 @@ func TestProxyRender(t *testing.T) {
 		wantCode   int
 		wantStdout []string // each must appear in stdout
 		wantStderr string
+		wantAbsent string // must not appear in stdout
 	}{{
 		name:     "the state view shows each service port's frontends and the endpoints its traffic uses",
 		args:     append(append([]string{}, base...), "--node-ip", "192.168.1.10", "-o", "state"),
@@ -51,6 +52,13 @@ func TestProxyRender(t *testing.T) {
 		wantCode:   exitInvalid,
 		wantStderr: "proxy.nodePortAddresses[0]",
 	}, {
+		name:       "bad manifests are errors naming file and object; the rest is rendered, exit 1",
+		args:       []string{"proxy", "render", "--config", testdata + "agent-minimal.yaml", "--manifests", "testdata/render/badinput", "--node", "node-a"},
+		wantCode:   exitInvalid,
+		wantStdout: []string{"10.96.10.10 . tcp . 80 : goto svc-shop/web/tcp/80/http-v4"},
+		wantStderr: "error: nodes.yaml:18: Node node-c: pod CIDR 10.244.2.128/25 overlaps Node node-b's 10.244.2.0/24 (nodes.yaml:8); it is not used",
+		wantAbsent: "10.96.10.11",
+	}, {
 		name:       "a missing manifests flag is a usage error",
 		args:       []string{"proxy", "render", "--config", testdata + "agent-minimal.yaml"},
 		wantCode:   exitUsage,
@@ -76,6 +84,9 @@ func TestProxyRender(t *testing.T) {
 				if !strings.Contains(got.stdout, want) {
 					t.Errorf("stdout lacks %q:\n%s", want, got.stdout)
 				}
+			}
+			if tt.wantAbsent != "" && strings.Contains(got.stdout, tt.wantAbsent) {
+				t.Errorf("stdout has %q:\n%s", tt.wantAbsent, got.stdout)
 			}
 			if !strings.Contains(got.stderr, tt.wantStderr) {
 				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, got.stderr)
