@@ -158,3 +158,29 @@ func TestRenderHNSRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestREADMERenderCommand runs the render command README shows near its
+// top, from the repository root as README says to, so the README cannot
+// drift from what works.
+func TestREADMERenderCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "go run ./cmd/nodenetctl "
+	var line string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, prefix+"proxy render") {
+			line = l
+			break
+		}
+	}
+	if line == "" {
+		t.Fatal("README has no one-line `go run ./cmd/nodenetctl proxy render` command")
+	}
+	t.Chdir("../..")
+	got := runArgs(strings.Fields(strings.TrimPrefix(line, prefix))...)
+	if got.code != exitOK || !strings.Contains(got.stdout, "LoadBalancers:") || got.stderr != "" {
+		t.Errorf("%s: exit %d, stderr:\n%s\nstdout:\n%s", line, got.code, got.stderr, got.stdout)
+	}
+}
