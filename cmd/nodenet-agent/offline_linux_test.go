@@ -153,4 +153,3 @@ func dumpText(t *testing.T, c *status.Client) string {
 	}
 	return b.String()
 }
-
