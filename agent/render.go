@@ -111,8 +111,9 @@ func (e Event) String() string {
 // (hnsendpoint) as the CNI server would, and the brain with the HNS
 // proxy backend (hnslb) for one sync. Nothing outside the process is
 // touched. An error means nothing could be rendered (an unreadable
-// folder, this node's Node missing or without an address); what the
-// node would refuse is in Rendered.
+// folder, this node's Node missing or without an address), with the
+// folder's problems in Rendered when it was read; what the node would
+// refuse is in Rendered.
 func RenderHNS(ctx context.Context, opts RenderOptions) (*Rendered, error) {
 	cfg := opts.Config
 	if cfg == nil {
@@ -146,11 +147,11 @@ func RenderHNS(ctx context.Context, opts RenderOptions) (*Rendered, error) {
 	}
 	self, err := nodes.Get(opts.NodeName)
 	if err != nil {
-		return nil, fmt.Errorf("render: Node %s: not in %s (or rejected: see the problems above): %w", opts.NodeName, opts.Dir, err)
+		return out, fmt.Errorf("render: Node %s: not in %s, or not used (see its problems): %w", opts.NodeName, opts.Dir, err)
 	}
 	ips := nodeIPs(cfg, self)
 	if len(ips) == 0 || !ips[0].Is4() {
-		return nil, fmt.Errorf("render: Node %s has no IPv4 InternalIP and nodeIPOverride sets none: give one (--node-ip)", opts.NodeName)
+		return out, fmt.Errorf("render: Node %s has no IPv4 InternalIP and nodeIPOverride sets none: give one (--node-ip)", opts.NodeName)
 	}
 
 	events := &eventCapture{}

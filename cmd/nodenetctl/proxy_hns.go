@@ -97,6 +97,9 @@ func renderWindows(flags proxyFlags, stdout, stderr io.Writer) int {
 		Timeout: renderTimeout, Logger: renderLogger(flags.verbose),
 	})
 	if err != nil {
+		if r != nil {
+			printProblems(stderr, r.Problems)
+		}
 		fmt.Fprintf(stderr, "nodenetctl proxy render: %v\n", err)
 		return exitInvalid
 	}

@@ -38,6 +38,7 @@ func render(cfg *config.AgentConfiguration, flags proxyFlags, stdout, stderr io.
 	}
 	nftOpts, err := proxier.NFTablesOptions(cfg, node)
 	if err != nil {
+		printProblems(stderr, folder.Problems())
 		fmt.Fprintf(stderr, "nodenetctl proxy render: %v (give --node-ip, or an InternalIP on Node %s)\n", err, flags.node)
 		return exitInvalid
 	}

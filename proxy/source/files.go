@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -395,9 +397,39 @@ func (f *Folder) read() error {
 		}
 	}
 	problems = append(problems, check(want, f.opts.Offline)...)
+	sortProblems(problems)
 	f.logProblems(problems)
 	f.publish(want, problems)
 	return nil
+}
+
+// problemAt reads where a problem is: every one starts with its file,
+// then the line its document starts on ("web.yaml:12: ...") or, for a
+// YAML syntax error, the line in the file ("web.yaml: yaml: line 14: ...").
+var problemAt = regexp.MustCompile(`^([^:]*):(?:(\d+)|(?: yaml: line (\d+)))?`)
+
+// sortProblems orders problems by file, then line; problems at the same
+// place keep their order.
+func sortProblems(problems []error) {
+	type place struct {
+		file string
+		line int
+	}
+	at := func(err error) place {
+		m := problemAt.FindStringSubmatch(err.Error())
+		if m == nil {
+			return place{}
+		}
+		line, _ := strconv.Atoi(m[2] + m[3])
+		return place{m[1], line}
+	}
+	slices.SortStableFunc(problems, func(a, b error) int {
+		pa, pb := at(a), at(b)
+		if c := strings.Compare(pa.file, pb.file); c != 0 {
+			return c
+		}
+		return pa.line - pb.line
+	})
 }
 
 // keepPrevious adds to objects, read from a file with errors, the
