@@ -38,7 +38,11 @@ const (
 func (c *Controller) reconcile(ctx context.Context) error {
 	self, err := c.nodes.Get(c.opts.NodeName)
 	if apierrors.IsNotFound(err) {
-		c.setNotReady(ctx, nil, ReasonNetworkError, fmt.Errorf("Node %q does not exist (is network.nodeName / NODE_NAME right?)", c.opts.NodeName))
+		where := "does not exist"
+		if c.opts.Nodes != nil {
+			where = "is in no manifest"
+		}
+		c.setNotReady(ctx, nil, ReasonNetworkError, fmt.Errorf("Node %q %s (is network.nodeName / NODE_NAME right?)", c.opts.NodeName, where))
 		return nil
 	}
 	if err != nil {
@@ -83,6 +87,9 @@ func (c *Controller) localSpec(self *v1.Node) (LocalSpec, string, error) {
 	cfg := c.opts.Config
 	raw := rawPodCIDRs(self)
 	if len(raw) == 0 {
+		if c.opts.Nodes != nil {
+			return LocalSpec{}, ReasonNoPodCIDR, fmt.Errorf("Node %s has no spec.podCIDRs: give its manifest one; pods can't start until then", self.Name)
+		}
 		return LocalSpec{}, ReasonNoPodCIDR, fmt.Errorf("Node %s has no spec.podCIDRs yet: waiting for kube-controller-manager (--allocate-node-cidrs) to assign one; pods can't start until then", self.Name)
 	}
 	if errs := config.ValidateForNode(cfg, raw); len(errs) > 0 {
