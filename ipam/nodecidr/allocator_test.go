@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodenet/nodenet/ipam/nodecidr"
 	"github.com/nodenet/nodenet/test/apiserver"
@@ -168,9 +169,13 @@ func TestFiftyNodesCreatedAtOnceGetFiftyDistinctSubnets(t *testing.T) {
 }
 
 func TestTheNextLeaderFinishesWhenTheLeaderIsKilledMidway(t *testing.T) {
-	client := apiserver.StartForTest(t, apiserver.Options{})
-	c := client.Client()
-	first := start(t, c, "node-a", clusterV4)
+	srv := apiserver.StartForTest(t, apiserver.Options{})
+	c := srv.Client()
+	// node-a's client makes 5 requests a second, so its 50 writes take
+	// ten seconds: killed after its first, it leaves most to node-b.
+	slow := rest.CopyConfig(srv.RESTConfig())
+	slow.QPS, slow.Burst = 5, 1
+	first := start(t, kubernetes.NewForConfigOrDie(slow), "node-a", clusterV4)
 	waitFor(t, "node-a to lead", holderIs(c, "node-a"))
 	start(t, c, "node-b", clusterV4)
 
@@ -178,7 +183,12 @@ func TestTheNextLeaderFinishesWhenTheLeaderIsKilledMidway(t *testing.T) {
 	waitFor(t, "the leader to assign some subnets", func(ctx context.Context) (bool, error) {
 		return countAssigned(ctx, c) > 0, nil
 	})
-	first.stop(t) // mid-way: the rest are node-b's
+	first.stop(t)
+	if n := countAssigned(t.Context(), c); n == 50 {
+		t.Fatalf("node-a assigned all 50 before it was stopped; the test needs it stopped mid-way")
+	} else {
+		t.Logf("node-a stopped after %d of 50", n)
+	}
 	createNodes(t, c, "late", 10)
 	nodes := allAssigned(t, c, 60)
 	checkDistinct(t, nodes, []netip.Prefix{clusterV4})
