@@ -10,7 +10,8 @@ PKGS     := ./...
 # conversion run on Wine's iphlpapi) and hnsnet (its forwarding row) for
 # now: Wine 8 lacks the delete
 # call Go 1.26's os.RemoveAll uses, so packages whose tests use t.TempDir
-# fail cleanup.
+# fail cleanup. Of nodenetctl, the HNS render's tests (golden files and
+# all, from a Windows build) run.
 WINE_PKGS := ./hns/ ./overlay/hostroute/ ./overlay/hnsnet/
 
 .PHONY: all build cross test test-unit test-windows deps lint fmt clean
@@ -35,6 +36,7 @@ test-unit:
 
 test-windows:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec "$(CURDIR)/hack/wine-exec.sh" $(WINE_PKGS)
+	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec "$(CURDIR)/hack/wine-exec.sh" -run 'TestRenderHNS' ./cmd/nodenetctl/
 
 # lint also checks that imports only point down a floor
 # (hack/import-graph.sh: config below the parts, the parts below agent/).
