@@ -186,11 +186,14 @@ type NetworkConfiguration struct {
 	// --allocate-node-cidrs) or "agent" (one agent at a time, elected with
 	// the Lease "nodenet-pod-cidr-allocator" in the agent's namespace, hands
 	// each Node without pod CIDRs a free subnet of every ClusterCIDRs entry
-	// at NodeCIDRMaskSizeIPv4/IPv6; for clusters without Node IPAM). With
-	// "agent" the agent's service account also needs get/create/update on
-	// that Lease (deploy/base/rbac.yaml), and Node IPAM must be off: two
-	// allocators would hand out the same subnets. Default: "controller".
-	// Cluster-wide.
+	// at NodeCIDRMaskSizeIPv4/IPv6; for clusters without Node IPAM). A Node
+	// it cannot serve gets the condition NodenetPodCIDRUnavailable=True and
+	// a CIDRNotAvailable Event. With "agent" the agent's service account
+	// also needs create, get and update on that Lease, and the right to
+	// patch other Nodes' spec.podCIDRs and that condition (deploy/base's
+	// rbac.yaml and node-policy.yaml grant exactly these); Node IPAM must be
+	// off: two allocators would hand out the same subnets. Default:
+	// "controller". Cluster-wide.
 	PodCIDRAllocation PodCIDRAllocation `json:"podCIDRAllocation,omitempty"`
 	// NodeCIDRMaskSizeIPv4 is the prefix length of each Node's IPv4 pod
 	// CIDR when PodCIDRAllocation is "agent" (kube-controller-manager's
