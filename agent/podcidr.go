@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -46,7 +47,9 @@ func (a *Agent) runPodCIDRAllocator(ctx context.Context, p *parts) error {
 		Logger:       a.log.WithName("pod-cidr-allocator"),
 	})
 	if err != nil {
-		return err
+		// Config validation catches these first; with configHardFail: false
+		// they end up here.
+		return fmt.Errorf("network.podCIDRAllocation agent (clusterCIDRs, network.nodeCIDRMaskSizeIPv4/IPv6): %w", err)
 	}
 	return alloc.Run(ctx)
 }
