@@ -38,12 +38,15 @@ const (
 	EventComponent = "nodenet-agent"
 )
 
-// Leader election timing: client-go's and kube-controller-manager's
-// defaults.
+// Leader election timing. Every node's agent is a candidate, and each
+// candidate reads the Lease every RetryPeriod: kube-controller-manager's
+// 2s would be 500 reads a second from 1000 nodes, so the period is 15s
+// (about 67). A new leader takes over within LeaseDuration; Nodes only
+// wait for their pod CIDRs that long when the leader goes away.
 const (
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
+	DefaultLeaseDuration = 60 * time.Second
+	DefaultRenewDeadline = 40 * time.Second
+	DefaultRetryPeriod   = 15 * time.Second
 )
 
 // Options configure an Allocator.
