@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/uuid"
+
 	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/ipam/nodecidr"
 )
@@ -42,9 +44,11 @@ func (a *Agent) runPodCIDRAllocator(ctx context.Context, p *parts) error {
 		MaskSizeIPv4: int(deref(cfg.Network.NodeCIDRMaskSizeIPv4, config.DefaultNodeCIDRMaskSizeIPv4)),
 		MaskSizeIPv6: int(deref(cfg.Network.NodeCIDRMaskSizeIPv6, config.DefaultNodeCIDRMaskSizeIPv6)),
 		Namespace:    agentNamespace(a.opts.Getenv, os.ReadFile),
-		Identity:     cfg.NodeName,
-		Recorder:     p.recorder,
-		Logger:       a.log.WithName("pod-cidr-allocator"),
+		// Unique per process, as kube-controller-manager's: an old and a
+		// new agent pod on one node (a surge rollout) must not both lead.
+		Identity: cfg.NodeName + "_" + string(uuid.NewUUID()),
+		Recorder: p.recorder,
+		Logger:   a.log.WithName("pod-cidr-allocator"),
 	})
 	if err != nil {
 		// Config validation catches these first; with configHardFail: false

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,8 +93,8 @@ cni: {socketPath: ` + dir + `/cni.sock, confDir: ` + dir + `/net.d, binDir: ` + 
 		t.Errorf("node-1 pod CIDR %q, want the first /26, 10.244.0.0/26", got.Spec.PodCIDR)
 	}
 	lease, err := c.CoordinationV1().Leases("default").Get(t.Context(), nodecidr.LeaseName, metav1.GetOptions{})
-	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "node-1" {
-		t.Errorf("Lease default/%s: %v, %v; want it held by node-1", nodecidr.LeaseName, lease, err)
+	if err != nil || lease.Spec.HolderIdentity == nil || !strings.HasPrefix(*lease.Spec.HolderIdentity, "node-1_") {
+		t.Errorf("Lease default/%s: %v, %v; want it held by node-1's agent (node-1_<uuid>)", nodecidr.LeaseName, lease, err)
 	}
 	want := []netip.Prefix{netip.MustParsePrefix("10.244.0.0/26")}
 	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {

@@ -61,8 +61,9 @@ type Options struct {
 	MaskSizeIPv4, MaskSizeIPv6 int
 	// Namespace holds the Lease. Required.
 	Namespace string
-	// Identity names this candidate in the Lease (the node name); unique
-	// among the candidates. Required.
+	// Identity names this candidate in the Lease; unique per process
+	// (the agent uses node name + "_" + a UUID), since a candidate that
+	// finds its own identity in the Lease leads at once. Required.
 	Identity string
 	// LeaseName defaults to LeaseName.
 	LeaseName string
