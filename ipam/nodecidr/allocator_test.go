@@ -276,7 +276,7 @@ func TestARestartedAllocatorReusesNoSubnet(t *testing.T) {
 	allAssigned(t, c, 7)
 	first.stop(t)
 
-	start(t, c, "node-a", clusterV4) // the same agent, restarted
+	start(t, c, "node-a_2", clusterV4) // the agent restarted: a new identity, after the lease runs out
 	createNodes(t, c, "after", 5)
 	nodes := allAssigned(t, c, 12)
 	var allocated []v1.Node
