@@ -147,6 +147,9 @@ func (l *leader) sync(ctx context.Context, name string) error {
 		if errors.As(err, &full) {
 			return l.setCondition(ctx, node, v1.ConditionTrue, ReasonCIDRNotAvailable, full.Error())
 		}
+		if err != nil {
+			return err
+		}
 		updated, err := l.patch(ctx, node, cidrs)
 		switch {
 		case err == nil:
