@@ -661,7 +661,7 @@ func checkLinux(t *testing.T, spec v1.PodSpec, agent, install v1.Container, cfg 
 // on Linux is under a read-only mount of its host directory.
 func checkKubeletKubeconfigMount(t *testing.T, spec v1.PodSpec, agent v1.Container) {
 	t.Helper()
-	for _, f := range apiaddr.DefaultKubeletKubeconfigs() {
+	for _, f := range apiaddr.LinuxKubeletKubeconfigs() {
 		hostFile, ok := strings.CutPrefix(f, apiaddr.HostRoot)
 		if !ok {
 			t.Errorf("kubelet kubeconfig %s is not under %s", f, apiaddr.HostRoot)

@@ -271,3 +271,14 @@ func inServiceCIDRs(host string, cidrs []string) bool {
 	}
 	return false
 }
+
+// HostRoot is where the Linux DaemonSet mounts the host's /etc/kubernetes
+// (read-only): the container's own /etc is the image's.
+const HostRoot = "/host"
+
+// LinuxKubeletKubeconfigs are the kubelet kubeconfigs step 2 tries on
+// Linux: kubeadm's, under HostRoot. Defined on every OS so the deploy
+// tests can check the Linux DaemonSet's mounts from any build.
+func LinuxKubeletKubeconfigs() []string {
+	return []string{HostRoot + "/etc/kubernetes/kubelet.conf"}
+}
