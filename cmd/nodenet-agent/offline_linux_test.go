@@ -111,11 +111,19 @@ cni:
 	})
 
 	t.Run("the dump holds the route to node-b and web's load balancer", func(t *testing.T) {
-		text := dumpText(t, c)
-		for _, want := range []string{"RemoteSubnetRoute 10.244.2.0/24 -> PA 192.168.1.12", "10.96.0.10:80/TCP -> 8080", "(10.244.2.10 remote)"} {
-			if !strings.Contains(text, want) {
-				t.Errorf("dump lacks %q:\n%s", want, text)
+		// The proxy may first sync before the network has node-b in its
+		// table (its backend is left out until then): wait for the next.
+		wants := []string{"RemoteSubnetRoute 10.244.2.0/24 -> PA 192.168.1.12", "10.96.0.10:80/TCP -> 8080", "(10.244.2.10 remote)"}
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			text := dumpText(t, c)
+			for _, want := range wants {
+				if !strings.Contains(text, want) {
+					return false, nil
+				}
 			}
+			return true, nil
+		}); err != nil {
+			t.Errorf("the dump never held %q:\n%s", wants, dumpText(t, c))
 		}
 	})
 
