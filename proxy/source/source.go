@@ -5,6 +5,12 @@
 // objects, with kube-proxy's filters: no headless Services, no Services
 // another proxy claims, no EndpointSlices of headless Services, and only
 // this node's Node.
+//
+// A folder (Folder) can also stand in for the whole API server: an agent
+// without one reads every Node from it for the network part
+// (Folder.Nodes), and nodenetctl's render its Pods (Folder.Pods). The
+// folder's objects are checked against each other, and a bad one is an
+// error naming its file and object (Folder.Problems) and is not used.
 package source
 
 import (
