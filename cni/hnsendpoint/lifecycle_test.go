@@ -5,7 +5,6 @@ package hnsendpoint
 // 10.245.0.0/24).
 
 import (
-	"encoding/json"
 	"errors"
 	"net/netip"
 	"strings"
@@ -285,7 +284,8 @@ func TestOnlyManagedPoliciesCount(t *testing.T) {
 	name, _ := EndpointName(p.Attachment)
 	policies := basePolicies(config.NetworkModeOverlay)
 	policies[0], policies[2] = policies[2], policies[0]
-	policies = append(policies, hns.EndpointPolicy{Type: "ACL", Raw: json.RawMessage(`{"Action":"Allow","Direction":"In","Priority":100}`)})
+	policies = append(policies, hns.EndpointPolicy{Type: hns.EndpointPolicyACL,
+		ACL: &hns.ACLPolicy{Action: hns.ACLActionAllow, Direction: hns.ACLDirectionIn, Priority: 100}})
 	ep, err := h.sim.CreateEndpoint(bg, &hns.Endpoint{
 		Name: name, HostComputeNetwork: h.net.ID,
 		IpConfigurations: []hns.IPConfig{{IpAddress: "10.244.1.5", PrefixLength: 24}},
