@@ -88,7 +88,7 @@ func TestNodeIPs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := &config.AgentConfiguration{NodeIPOverride: tc.override}
-			got := nodeIPs(cfg, tc.node)
+			got := NodeIPs(cfg, tc.node)
 			if len(got) != len(tc.want) {
 				t.Fatalf("nodeIPs = %v, want %v", got, tc.want)
 			}

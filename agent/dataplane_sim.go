@@ -156,7 +156,7 @@ func waitForNodeIPs(ctx context.Context, nodes func(context.Context, string) (*v
 			}
 			return false, nil
 		}
-		ips = nodeIPs(cfg, n)
+		ips = NodeIPs(cfg, n)
 		if len(ips) == 0 || !ips[0].Is4() {
 			if !logged {
 				logger.Info("Waiting for this Node and its IPv4 InternalIP (or nodeIPOverride)", "node", cfg.NodeName)
@@ -182,9 +182,9 @@ func (in buildInputs) nodeGetter() func(context.Context, string) (*v1.Node, erro
 	}
 }
 
-// nodeIPs are the node's IPv4 then IPv6 address: nodeIPOverride's, else
+// NodeIPs are the node's IPv4 then IPv6 address: nodeIPOverride's, else
 // the Node's InternalIP (n may be nil).
-func nodeIPs(cfg *config.AgentConfiguration, n *v1.Node) []netip.Addr {
+func NodeIPs(cfg *config.AgentConfiguration, n *v1.Node) []netip.Addr {
 	var out []netip.Addr
 	for _, v6 := range []bool{false, true} {
 		ip := netip.Addr{}

@@ -149,7 +149,7 @@ func RenderHNS(ctx context.Context, opts RenderOptions) (*Rendered, error) {
 	if err != nil {
 		return out, fmt.Errorf("render: Node %s: not in %s, or not used (see its problems): %w", opts.NodeName, opts.Dir, err)
 	}
-	ips := nodeIPs(cfg, self)
+	ips := NodeIPs(cfg, self)
 	if len(ips) == 0 || !ips[0].Is4() {
 		return out, fmt.Errorf("render: Node %s has no IPv4 InternalIP and nodeIPOverride sets none: give one (--node-ip)", opts.NodeName)
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
+	"github.com/nodenet/nodenet/agent"
 	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
-	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/proxy/source"
 )
 
@@ -214,20 +214,8 @@ func nodeFacts(cfg *config.AgentConfiguration, flags *proxyFlags, nodes source.F
 		n = nil
 	}
 	if len(flags.nodeIPs) == 0 {
-		for _, v6 := range []bool{false, true} {
-			ip := netip.Addr{}
-			for _, s := range cfg.NodeIPOverride {
-				if o, err := netip.ParseAddr(s); err == nil && o.Is6() == v6 {
-					ip = o
-					break
-				}
-			}
-			if !ip.IsValid() && n != nil {
-				ip = overlay.NodeInternalIP(n, v6)
-			}
-			if ip.IsValid() {
-				flags.nodeIPs = append(flags.nodeIPs, ip.String())
-			}
+		for _, ip := range agent.NodeIPs(cfg, n) {
+			flags.nodeIPs = append(flags.nodeIPs, ip.String())
 		}
 	}
 	if len(flags.podCIDRs) == 0 && n != nil {
