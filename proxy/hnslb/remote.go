@@ -47,12 +47,9 @@ func (r *round) createEndpoint(want remoteSpec, retry bool) {
 // anyone else's (a local pod, another agent's remote endpoint) is used as
 // it is.
 func (r *round) adoptEndpoint(want remoteSpec, cause error) {
-	if !r.epsRelisted {
-		if err := r.listEndpoints(); err != nil {
-			r.done(fmt.Errorf("create remote endpoint %s: %w; then: %w", want.ip, cause, err))
-			return
-		}
-		r.epsRelisted = true
+	if err := r.relistEndpoints(); err != nil {
+		r.done(fmt.Errorf("create remote endpoint %s: %w; then: %w", want.ip, cause, err))
+		return
 	}
 	v := r.b.eps
 	have := v.remote[want.ip]

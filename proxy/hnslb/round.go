@@ -52,10 +52,10 @@ type round struct {
 	conflicted map[frontend]bool
 	relisted   bool
 	// staleBackends are the frontends a create found naming an endpoint
-	// HNS no longer has; endpointsRelisted says the view was refreshed.
-	staleBackends     map[frontend]bool
-	endpointsRelisted bool
-	epsRelisted       bool
+	// HNS no longer has; epsRelisted says endpoints were listed again
+	// this round (relistEndpoints) to resolve one, or a taken address.
+	staleBackends map[frontend]bool
+	epsRelisted   bool
 
 	writes      int
 	blocked     []frontend // load balancers left for a missing endpoint
@@ -361,24 +361,15 @@ func (r *round) createLB(fe frontend, want *hns.LoadBalancer) {
 // longer has: CNI deleted a pod's endpoint (HNS allows it under a load
 // balancer, microsoft/wcnscripts PR 21) and made a new one for the same
 // address since our last listing. One listing per round refreshes the
-// view; the frontend is resolved again and created once more.
+// view; the frontend is written again, once (staleBackends).
 func (r *round) retryWithFreshEndpoints(fe frontend, cause error) {
-	if !r.endpointsRelisted {
-		if err := r.listEndpoints(); err != nil {
-			r.done(fmt.Errorf("create load balancer %s: %w; then: %w", fe, cause, err))
-			return
-		}
-		r.endpointsRelisted = true
+	if err := r.relistEndpoints(); err != nil {
+		r.done(fmt.Errorf("create load balancer %s: %w; then: %w", fe, cause, err))
+		return
 	}
-	want, ok := r.resolve(fe, r.want[fe])
-	switch {
-	case !ok:
-		r.blocked = append(r.blocked, fe)
-	case want == nil:
-		r.removeLB(fe)
-	default:
-		r.createLB(fe, want)
-	}
+	// The failed create left no applied load balancer for fe, so
+	// writeLB resolves it again and creates it.
+	r.writeLB(fe)
 }
 
 // adoptConflict handles "this frontend is taken" (0x803b0013, or 0xb7

@@ -100,6 +100,19 @@ func (r *round) readHNS() error {
 	return r.listLoadBalancers()
 }
 
+// relistEndpoints lists endpoints once per round to resolve a conflict:
+// one fresh listing answers every conflict of the round.
+func (r *round) relistEndpoints() error {
+	if r.epsRelisted {
+		return nil
+	}
+	if err := r.listEndpoints(); err != nil {
+		return err
+	}
+	r.epsRelisted = true
+	return nil
+}
+
 func (r *round) listEndpoints() error {
 	b := r.b
 	start := time.Now()
