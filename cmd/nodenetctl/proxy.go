@@ -107,14 +107,23 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "nodenetctl proxy render: %v\n", err)
 		return exitInvalid
 	}
-	if flags.node == "" {
-		flags.node = cfg.NodeName
-	}
-	if flags.node == "" {
-		fmt.Fprintln(stderr, "nodenetctl proxy render: --node is required when the config has no nodeName")
+	if !flags.defaultNode(cfg, stderr) {
 		return exitUsage
 	}
 	return render(cfg, flags, stdout, stderr)
+}
+
+// defaultNode fills --node from the config's nodeName; false (said on
+// stderr) when neither names one.
+func (f *proxyFlags) defaultNode(cfg *config.AgentConfiguration, stderr io.Writer) bool {
+	if f.node == "" {
+		f.node = cfg.NodeName
+	}
+	if f.node == "" {
+		fmt.Fprintln(stderr, "nodenetctl proxy render: --node is required when the config has no nodeName")
+		return false
+	}
+	return true
 }
 
 // windows reports whether the output is what a Windows node holds.

@@ -65,11 +65,7 @@ func renderWindows(flags proxyFlags, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "nodenetctl proxy render: %v\n", err)
 		return exitInvalid
 	}
-	if flags.node == "" {
-		flags.node = cfg.NodeName
-	}
-	if flags.node == "" {
-		fmt.Fprintln(stderr, "nodenetctl proxy render: --node is required when the config has no nodeName")
+	if !flags.defaultNode(cfg, stderr) {
 		return exitUsage
 	}
 	host, err := pickHost(flags, cfg)
