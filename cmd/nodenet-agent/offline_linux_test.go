@@ -67,24 +67,7 @@ func TestAgentProcessOffline(t *testing.T) {
 	writeFile(t, manifests, "web.yaml", simManifests)
 	// An EndpointSlice on a Node no manifest declares: an error, and not used.
 	writeFile(t, manifests, "stray.yaml", strings.NewReplacer("web-1", "stray-1", "node-b", "node-z").Replace(simManifests[strings.Index(simManifests, "apiVersion: discovery"):]))
-	healthz, metrics := freePort(t), freePort(t)
-	cfgFile := writeFile(t, dir, "config.yaml", fmt.Sprintf(`apiVersion: nodenet.io/v1alpha1
-kind: AgentConfiguration
-clusterCIDRs: [10.244.0.0/16]
-serviceCIDRs: [10.96.0.0/12]
-nodeName: node-a
-minSyncPeriod: 100ms
-network: {mode: overlay, name: nodenet}
-proxy:
-  enableDSR: true
-  healthzBindAddress: 127.0.0.1:%d
-  metricsBindAddress: 127.0.0.1:%d
-cni:
-  socketPath: %s/run/cni.sock
-  confDir: %s/net.d
-  binDir: %s/bin
-  dataDir: %s/data
-`, healthz, metrics, dir, dir, dir, dir))
+	cfgFile, healthz, _ := writeSimAgentConfig(t, dir)
 
 	// Nothing that could lead to an API server.
 	for _, env := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBECONFIG", "NODENET_APISERVER"} {

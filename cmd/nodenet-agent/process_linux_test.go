@@ -86,24 +86,7 @@ func TestAgentProcessOnTheSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, manifests, "web.yaml", simManifests)
-	healthz, metrics := freePort(t), freePort(t)
-	cfgFile := writeFile(t, dir, "config.yaml", fmt.Sprintf(`apiVersion: nodenet.io/v1alpha1
-kind: AgentConfiguration
-clusterCIDRs: [10.244.0.0/16]
-serviceCIDRs: [10.96.0.0/12]
-nodeName: node-a
-minSyncPeriod: 100ms
-network: {mode: overlay, name: nodenet}
-proxy:
-  enableDSR: true
-  healthzBindAddress: 127.0.0.1:%d
-  metricsBindAddress: 127.0.0.1:%d
-cni:
-  socketPath: %s/run/cni.sock
-  confDir: %s/net.d
-  binDir: %s/bin
-  dataDir: %s/data
-`, healthz, metrics, dir, dir, dir, dir))
+	cfgFile, healthz, metrics := writeSimAgentConfig(t, dir)
 
 	t.Run("a bad config exits 1 naming the field and records an Event on the Node", func(t *testing.T) {
 		bad := writeFile(t, dir, "bad.yaml", strings.Replace(readFile(t, cfgFile), "enableDSR: true", "enableDSR: true\n  nodePortAddresses: [nonsense]", 1))
@@ -302,4 +285,30 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// writeSimAgentConfig writes the config the agent process tests run with
+// (node-a, overlay, DSR, sockets and CNI dirs under dir, free healthz and
+// metrics ports) and returns its path and the two ports.
+func writeSimAgentConfig(t *testing.T, dir string) (cfgFile string, healthz, metrics int) {
+	t.Helper()
+	healthz, metrics = freePort(t), freePort(t)
+	cfgFile = writeFile(t, dir, "config.yaml", fmt.Sprintf(`apiVersion: nodenet.io/v1alpha1
+kind: AgentConfiguration
+clusterCIDRs: [10.244.0.0/16]
+serviceCIDRs: [10.96.0.0/12]
+nodeName: node-a
+minSyncPeriod: 100ms
+network: {mode: overlay, name: nodenet}
+proxy:
+  enableDSR: true
+  healthzBindAddress: 127.0.0.1:%d
+  metricsBindAddress: 127.0.0.1:%d
+cni:
+  socketPath: %s/run/cni.sock
+  confDir: %s/net.d
+  binDir: %s/bin
+  dataDir: %s/data
+`, healthz, metrics, dir, dir, dir, dir))
+	return cfgFile, healthz, metrics
 }
