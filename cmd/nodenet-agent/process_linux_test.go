@@ -161,18 +161,24 @@ func TestAgentProcessOnTheSimulator(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "net.d", "10-nodenet.conflist")); err != nil {
 			t.Error(err)
 		}
-		n, err := client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, c := range n.Status.Conditions {
-			if c.Type == v1.NodeNetworkUnavailable {
-				found = c.Status == v1.ConditionFalse
+		// The agent reports ready once the network is up (OnReady); the
+		// condition's patch follows it, so wait for it rather than race it.
+		var conds []v1.NodeCondition
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			n, err := client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+			if err != nil {
+				return false, err
 			}
-		}
-		if !found {
-			t.Errorf("Node conditions %+v, want NetworkUnavailable=False", n.Status.Conditions)
+			conds = n.Status.Conditions
+			for _, c := range conds {
+				if c.Type == v1.NodeNetworkUnavailable {
+					return c.Status == v1.ConditionFalse, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Errorf("Node conditions %+v, want NetworkUnavailable=False: %v", conds, err)
 		}
 	})
 
