@@ -58,6 +58,11 @@ type Options struct {
 	// network namespaces, such as flanneld in a test node, must reach it.
 	// etcd stays on loopback either way.
 	BindAddress string
+	// ServiceAccountAdmission keeps the ServiceAccount admission plugin
+	// on, for a cluster whose kube-controller-manager makes the service
+	// accounts and their tokens (test/kubenode); off by default because no
+	// controller does.
+	ServiceAccountAdmission bool
 }
 
 func (o Options) withDefaults() Options {
@@ -197,10 +202,12 @@ func (s *Server) apiserverArgs(port int, opts Options) []string {
 		// default, which 1.37 refuses and exits on) as the kubernetes
 		// Service's endpoint, and no test needs that Service.
 		"--endpoint-reconciler-type=none",
-		// No controller-manager creates default service accounts.
-		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true",
 		"--profiling=false",
+	}
+	if !opts.ServiceAccountAdmission {
+		// No controller-manager creates default service accounts.
+		args = append(args, "--disable-admission-plugins=ServiceAccount")
 	}
 	return append(args, opts.ExtraAPIServerArgs...)
 }
@@ -274,6 +281,15 @@ func (s *Server) RESTConfig() *rest.Config {
 		Burst: 2000,
 	}
 }
+
+// ServiceAccountKeyFile is the private key the apiserver signs service
+// account tokens with, for kube-controller-manager's
+// --service-account-private-key-file.
+func (s *Server) ServiceAccountKeyFile() string { return filepath.Join(s.Dir, "sa.key") }
+
+// CAFile is the apiserver's self-signed serving certificate, the CA that
+// verifies it (kube-controller-manager's --root-ca-file).
+func (s *Server) CAFile() string { return filepath.Join(s.Dir, "certs", "apiserver.crt") }
 
 // Client returns a clientset for the admin identity.
 func (s *Server) Client() kubernetes.Interface { return s.client }

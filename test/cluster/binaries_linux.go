@@ -60,3 +60,7 @@ func copyFile(src, dst string) error {
 	}
 	return out.Close()
 }
+
+// BuildBinaries builds every binary into dir, as New does without
+// Options.BinDir; test/kubenode's nodes run the same binaries.
+func BuildBinaries(dir string) error { return buildBinaries(dir) }
