@@ -3,6 +3,8 @@
 # is fast when it is all there already:
 #   - network tools the privileged tests drive (iproute2, nftables, iptables,
 #     conntrack, ping); flanneld needs iptables too;
+#   - what hack/build-node-binaries.sh builds runc and the e2e images from
+#     (libseccomp-dev, busybox-static, curl, netcat-openbsd, bind9-dnsutils);
 #   - kube-apiserver and etcd built from the Go module proxy into the cache
 #     (hack/build-kube-binaries.sh);
 #   - flanneld, for the flannel interop tests, built the same way
@@ -17,6 +19,10 @@ cd "$(dirname "$0")/.."
 log() { echo "install-deps: $*" >&2; }
 
 packages=(iproute2 nftables iptables conntrack iputils-ping)
+# The real node (hack/build-node-binaries.sh): runc's seccomp support links
+# libseccomp through cgo and pkg-config; the e2e images are made of Debian's
+# static busybox plus curl, OpenBSD nc and dig/nslookup with their libraries.
+packages+=(gcc libc6-dev pkg-config libseccomp-dev busybox-static curl netcat-openbsd bind9-dnsutils)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

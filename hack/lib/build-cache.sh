@@ -57,23 +57,28 @@ install_binary() {
 	partial=
 }
 
-# take_build_lock serialises every build script (one lock for all) so two
-# test jobs don't compile the same thing.
+# take_build_lock serialises the build scripts so two test jobs don't compile
+# the same thing. Scripts whose outputs don't overlap may pass their own lock
+# name ($1) so they can build side by side; the default is the shared lock.
 take_build_lock() {
 	mkdir -p "$ROOT"
-	exec 9>"$ROOT/.build.lock"
+	exec 9>"$ROOT/.${1:-build}.lock"
 	if command -v flock >/dev/null 2>&1; then
 		flock 9
 	fi
 }
 
-# build_kube_command builds k8s.io/kubernetes/cmd/$1 at $2 (v1.x.y) into
-# $scratch/$1. k8s.io/kubernetes can't be required on its own: every staging
-# module its go.mod replaces with ./staging must be pinned to v0.x.y, and the
-# version variables set so clients can parse the binary's version. The list
-# is read from the release's own go.mod so it can't drift between releases.
-build_kube_command() {
-	local cmd=$1 version=$2
+# kube_module turns $scratch into a module that can build packages of
+# k8s.io/kubernetes at $1 (v1.x.y); the rest of the arguments are the import
+# paths it will build, which `go mod tidy` resolves. k8s.io/kubernetes can't be
+# required on its own: every staging module its go.mod replaces with ./staging
+# must be pinned to v0.x.y. The list is read from the release's own go.mod so
+# it can't drift between releases. It sets KUBE_LDFLAGS to the version
+# variables clients parse (kubectl refuses a binary without them).
+KUBE_LDFLAGS=
+kube_module() {
+	local version=$1
+	shift
 	local staging=v0.${version#v1.}
 	log "downloading k8s.io/kubernetes@$version"
 	local dir
@@ -99,26 +104,38 @@ build_kube_command() {
 	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 	minor=${version#v1.}
 	minor=${minor%%.*}
-	local ldflags="-s -w" pkg
+	KUBE_LDFLAGS="-s -w"
+	local pkg
 	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-		ldflags+=" -X $pkg.gitVersion=$version"
-		ldflags+=" -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-		ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$now"
+		KUBE_LDFLAGS+=" -X $pkg.gitVersion=$version"
+		KUBE_LDFLAGS+=" -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+		KUBE_LDFLAGS+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$now"
 	done
 	(
 		cd "$scratch"
-		go mod init "nodenet.local/build/$cmd" >/dev/null 2>&1
+		go mod init "nodenet.local/build/kube" >/dev/null 2>&1
 		local args=(-require="k8s.io/kubernetes@$version") m
 		for m in $mods; do
 			args+=(-replace="$m=$m@$staging")
 		done
 		go mod edit "${args[@]}"
 		# A build-tagged blank import lets `go mod tidy` resolve the
-		# command's dependency graph; importing a main package is fine there.
-		printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/%s"\n' "$cmd" >tools.go
-		log "resolving $cmd dependencies"
+		# packages' dependency graph; importing main packages is fine there.
+		{
+			printf '//go:build tools\n\npackage tools\n\nimport (\n'
+			printf '\t_ "%s"\n' "$@"
+			printf ')\n'
+		} >tools.go
+		log "resolving dependencies of $*"
 		go mod tidy
-		log "compiling $cmd (minutes cold)"
-		go build -trimpath -ldflags "$ldflags" -o "$cmd" "k8s.io/kubernetes/cmd/$cmd"
 	)
+}
+
+# build_kube_command builds k8s.io/kubernetes/cmd/$1 at $2 (v1.x.y) into
+# $scratch/$1.
+build_kube_command() {
+	local cmd=$1 version=$2
+	kube_module "$version" "k8s.io/kubernetes/cmd/$cmd"
+	log "compiling $cmd (minutes cold)"
+	(cd "$scratch" && go build -trimpath -ldflags "$KUBE_LDFLAGS" -o "$cmd" "k8s.io/kubernetes/cmd/$cmd")
 }
