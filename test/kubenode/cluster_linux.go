@@ -47,8 +47,10 @@ type Options struct {
 	// ClusterDNS sets kubelet's clusterDNS to DNSServiceIP.
 	ClusterDNS bool
 	// Dir is the work dir; empty makes one under os.TempDir. It is
-	// removed on success and kept (logs only) on failure.
-	Dir string
+	// removed on success and kept (logs only) on failure or with
+	// KeepLogs.
+	Dir      string
+	KeepLogs bool
 	// Progress, when set, is called as New gets through its steps.
 	Progress func(step string)
 }
@@ -169,7 +171,7 @@ func (c *Cluster) makeDir(t netnode.TB) {
 		if f, ok := t.(interface{ Failed() bool }); ok {
 			failed = f.Failed()
 		}
-		if failed {
+		if failed || c.opts.KeepLogs {
 			pruneToLogs(dir)
 			t.Logf("kubenode: logs kept in %s", dir)
 			return
@@ -198,7 +200,7 @@ func (c *Cluster) startAPIServer(t netnode.TB) {
 		t.Fatalf("kubenode: start apiserver: %v", err)
 	}
 	t.Cleanup(func() {
-		if f, ok := t.(interface{ Failed() bool }); ok && f.Failed() {
+		if f, ok := t.(interface{ Failed() bool }); c.opts.KeepLogs || ok && f.Failed() {
 			// Stop removes the server's dir; keep its logs.
 			for _, name := range []string{"kube-apiserver.log", "etcd.log"} {
 				_ = copyFileTo(filepath.Join(api.Dir, name), filepath.Join(c.Dir, name))

@@ -339,3 +339,16 @@ func copyExecutable(src, dst string) error {
 	}
 	return os.WriteFile(dst, data, 0o755)
 }
+
+// StartProcess runs another process in the node's namespace (CoreDNS,
+// say), logging to <name>.log in the node's dir, and stops it in t's
+// cleanup.
+func (n *Node) StartProcess(t netnode.TB, name, bin string, args ...string) *Proc {
+	t.Helper()
+	p, err := startProc(n.Name+" "+name, n.Path, bin, args, nil, filepath.Join(n.Dir, name+".log"))
+	if err != nil {
+		t.Fatalf("kubenode: %v", err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
