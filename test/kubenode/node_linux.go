@@ -161,9 +161,14 @@ func (n *Node) WaitCRI(ctx context.Context) error { return n.waitCRI(ctx) }
 // namespace, where CRI looks, so nothing is ever pulled.
 func (n *Node) importImages(t netnode.TB) {
 	t.Helper()
+	imported := map[string]bool{} // an archive may carry several refs
 	for _, im := range n.Cluster.Images {
+		if imported[im.Archive] {
+			continue
+		}
+		imported[im.Archive] = true
 		out, err := exec.CommandContext(t.Context(), n.Cluster.Bins.Ctr, "--address", n.ContainerdSocket,
-			"-n", "k8s.io", "images", "import", "--no-unpack=false", im.Archive).CombinedOutput()
+			"-n", "k8s.io", "images", "import", im.Archive).CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubenode: %s: import %s: %v\n%s", n.Name, im.Archive, err, out)
 		}

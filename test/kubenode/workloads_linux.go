@@ -235,3 +235,56 @@ func (n *Node) CNIVerbs() (map[string]int, error) {
 	}
 	return counts, nil
 }
+
+// PausePod is the lightest pod: the pause image, on node.
+func (c *Cluster) PausePod(name, node string) *corev1.Pod {
+	zero := int64(0)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeSelector:                  map[string]string{corev1.LabelHostname: node},
+			TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{
+				Name: "pause", Image: c.Pause, ImagePullPolicy: corev1.PullNever,
+			}},
+		},
+	}
+}
+
+// SandboxNetns is the network namespace path containerd gave the pod's
+// sandbox (crictl inspectp's runtime spec).
+func (n *Node) SandboxNetns(ctx context.Context, pod *corev1.Pod) (string, error) {
+	id, err := n.Crictl(ctx, "pods", "-q", "--name", pod.Name, "--namespace", pod.Namespace)
+	if err != nil {
+		return "", err
+	}
+	id = strings.TrimSpace(id)
+	if id == "" || strings.Contains(id, "\n") {
+		return "", fmt.Errorf("want one sandbox for %s, got %q", pod.Name, id)
+	}
+	out, err := n.Crictl(ctx, "inspectp", id)
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		Info struct {
+			RuntimeSpec struct {
+				Linux struct {
+					Namespaces []struct {
+						Type string `json:"type"`
+						Path string `json:"path"`
+					} `json:"namespaces"`
+				} `json:"linux"`
+			} `json:"runtimeSpec"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		return "", fmt.Errorf("crictl inspectp %s: %w", id, err)
+	}
+	for _, ns := range v.Info.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" && ns.Path != "" {
+			return ns.Path, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox %s has no network namespace path", id)
+}
