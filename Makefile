@@ -31,8 +31,13 @@ deps:
 # tests, then the Windows builds of the tests under Wine.
 test: deps test-unit test-windows
 
+# The real-node tests (test/kubenode: kubelet, containerd, runc, images)
+# find their binaries in the environment; the build script caches them
+# (minutes once, then a second) and prints their paths.
+NODE_ENV = set -a && eval "$$(bash hack/build-node-binaries.sh --print-env)" && set +a &&
+
 test-unit:
-	$(GO) test -race -count=1 $(PKGS)
+	$(NODE_ENV) $(GO) test -race -count=1 $(PKGS)
 
 test-windows:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec "$(CURDIR)/hack/wine-exec.sh" $(WINE_PKGS)
@@ -87,3 +92,24 @@ demo-clean:
 .PHONY: config-reference
 config-reference:
 	$(GO) run ./hack/configref -o docs/config-reference.md
+
+# Kubernetes' own e2e suite judges a real node: etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler on this machine, and
+# CONFORMANCE_NODES nodes (network namespaces) each running containerd +
+# runc, kubelet and nodenet-agent as the only CNI and service proxy
+# (test/kubenode). Runs the [sig-network] conformance specs with ginkgo and
+# writes docs/conformance.md. Needs root; builds everything it runs first
+# (long once, then cached).
+CONFORMANCE_NODES ?= 2
+.PHONY: conformance
+conformance: build
+	bash hack/install-deps.sh --packages-only
+	bash hack/build-kube-binaries.sh
+	bash hack/build-node-binaries.sh
+	bash hack/build-e2e.sh
+	bash hack/build-kubectl.sh
+	set -a && eval "$$(bash hack/build-kube-binaries.sh --print-env)" && \
+		eval "$$(bash hack/build-node-binaries.sh --print-env)" && \
+		eval "$$(bash hack/build-e2e.sh --print-env)" && \
+		eval "$$(bash hack/build-kubectl.sh --print-env)" && set +a && \
+		$(GO) run ./test/kubenode/conformance -bin $(BIN) -nodes $(CONFORMANCE_NODES) -out docs/conformance.md
