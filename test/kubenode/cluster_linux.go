@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -141,6 +142,13 @@ func New(t netnode.TB, opts Options) *Cluster {
 			t.Fatalf("kubenode: %v", err)
 		}
 		opts.Progress(fmt.Sprintf("%s Ready (pod CIDR %s)", n.Name, n.PodCIDR))
+		// The apiserver reaches pods directly (pods/proxy, port-forward
+		// checks), as a control-plane node on the overlay would: route
+		// each pod CIDR to its node over the underlay. The route goes with
+		// the underlay link.
+		if out, err := exec.Command("ip", "route", "replace", n.PodCIDR.String(), "via", n.IP.String()).CombinedOutput(); err != nil {
+			t.Fatalf("kubenode: route %s via %s: %v: %s", n.PodCIDR, n.IP, err, out)
+		}
 	}
 	if err := c.waitDefaultServiceAccount(t.Context()); err != nil {
 		t.Fatalf("kubenode: %v", err)
