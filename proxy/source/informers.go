@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -64,9 +63,11 @@ func (s *informerSource) Run(ctx context.Context, h proxy.Handler) error {
 		return err
 	}
 	nodeSelector := fields.OneTermEqualSelector(metav1.ObjectNameField, s.opts.NodeName).String()
+	// One trimmer for all three informers, so they share its strings.
+	trim := newTrimmer()
 	factory := func(tweak func(*metav1.ListOptions)) informers.SharedInformerFactory {
 		return informers.NewSharedInformerFactoryWithOptions(s.opts.Client, s.opts.ResyncPeriod,
-			informers.WithTransform(trimManagedFields),
+			informers.WithTransform(trim.transform),
 			informers.WithTweakListOptions(tweak))
 	}
 	factories := []informers.SharedInformerFactory{
@@ -126,25 +127,6 @@ func selectors() (svc, slice string, err error) {
 		return "", "", fmt.Errorf("informer source: %w", err)
 	}
 	return labels.NewSelector().Add(*noProxyName).String(), labels.NewSelector().Add(*noHeadless).String(), nil
-}
-
-// trimManagedFields drops what the proxy never reads, to keep the caches
-// small: managed fields on every object (as kube-proxy does), and on
-// EndpointSlices the per-endpoint target references, hostnames and
-// deprecated topology maps, which in a large cluster weigh more than the
-// addresses themselves. Labels and annotations stay: the filters and the
-// brain read them.
-func trimManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
-		for i := range slice.Endpoints {
-			ep := &slice.Endpoints[i]
-			ep.TargetRef, ep.Hostname, ep.DeprecatedTopology = nil, nil, nil
-		}
-	}
-	return obj, nil
 }
 
 // The handlers turn informer callbacks into Handler calls. An object that

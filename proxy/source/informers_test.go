@@ -23,7 +23,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
-	"k8s.io/utils/ptr"
 )
 
 func service(name, clusterIP string, labels map[string]string) *v1.Service {
@@ -392,37 +391,5 @@ func TestInformersNeedAClientAndANodeName(t *testing.T) {
 	}
 	if err := NewInformers(InformerOptions{Client: fake.NewClientset()}).Run(ctx, newRecorder(t)); err == nil {
 		t.Error("no node name: no error")
-	}
-}
-
-func TestTrimDropsWhatTheProxyNeverReads(t *testing.T) {
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "web-1", Namespace: "default",
-			Labels:        map[string]string{discoveryv1.LabelServiceName: "web"},
-			Annotations:   map[string]string{v1.EndpointsLastChangeTriggerTime: "2026-01-01T00:00:00Z"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}},
-		},
-		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:          []string{"10.244.1.5"},
-			NodeName:           ptr.To("node-a"),
-			Zone:               ptr.To("zone-a"),
-			Hostname:           ptr.To("web-0"),
-			TargetRef:          &v1.ObjectReference{Kind: "Pod", Name: "web-0", UID: "u"},
-			DeprecatedTopology: map[string]string{"kubernetes.io/hostname": "node-a"},
-		}},
-	}
-	got, err := trimManagedFields(slice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := got.(*discoveryv1.EndpointSlice)
-	ep := s.Endpoints[0]
-	if s.ManagedFields != nil || ep.TargetRef != nil || ep.Hostname != nil || ep.DeprecatedTopology != nil {
-		t.Errorf("kept what the proxy never reads: managedFields %v, endpoint %+v", s.ManagedFields, ep)
-	}
-	if s.Labels[discoveryv1.LabelServiceName] != "web" || s.Annotations[v1.EndpointsLastChangeTriggerTime] == "" ||
-		ep.Addresses[0] != "10.244.1.5" || *ep.NodeName != "node-a" || *ep.Zone != "zone-a" {
-		t.Errorf("dropped what the proxy reads: %+v", s)
 	}
 }

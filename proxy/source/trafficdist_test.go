@@ -47,11 +47,11 @@ ports: [{port: 8080}]
 		}
 	}
 	check("manifests", svc, es)
-	trimmedSvc, err := trimManagedFields(svc.DeepCopy())
+	trimmedSvc, err := newTrimmer().transform(svc.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	trimmedSlice, err := trimManagedFields(es.DeepCopy())
+	trimmedSlice, err := newTrimmer().transform(es.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
