@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/knftables"
 
 	"github.com/nodenet/nodenet/agent/status"
 	"github.com/nodenet/nodenet/cni/hostport"
@@ -73,11 +72,7 @@ func newNFTablesBackend(in backendInputs) (proxy.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	nft, err := knftables.New(knftables.InetFamily, nftables.TableName, knftables.UseNetlink)
-	if err != nil {
-		return nil, fmt.Errorf("nftables: %w", err)
-	}
-	opts.NFT = nft
+	// No opts.NFT: the backend programs the kernel over netlink itself.
 	opts.Conntrack = conntrack.New(conntrack.Options{Logger: in.logger.WithName("conntrack")})
 	m := in.metrics
 	opts.Observe = func(op string, err error, d time.Duration) { m.ObserveOperation("nftables", op, err, d) }

@@ -19,13 +19,14 @@ import (
 
 // Options configure New.
 type Options struct {
-	// NFT runs nft transactions on nodenet's table: an Interface for the
-	// inet family and table TableName (knftables.NewFake(knftables.
-	// InetFamily, TableName) in tests). Nil means knftables.New for it,
-	// with knftables.UseNetlink. Pass that option too: the first sync
-	// lists the names of the table's objects, which nft can only do by
-	// listing every rule (1.6 s of nft CPU at 10k services, against a
-	// tenth of that through netlink).
+	// NFT, if set, runs the backend's transactions through knftables
+	// instead of netlink: an Interface for the inet family and table
+	// TableName. Tests and `nodenetctl proxy render` pass
+	// knftables.NewFake(knftables.InetFamily, TableName); a debugging
+	// session may pass knftables.New, which runs nft. Nil (the agent):
+	// the backend programs the kernel itself over a netlink socket
+	// opened by New, in the network namespace New runs in, and never
+	// starts nft.
 	NFT knftables.Interface
 	// Families are the IP families to program; service ports of other
 	// families are ignored. Required.
@@ -87,7 +88,7 @@ const staleChainDelay = time.Second
 // Backend is the Linux proxy.Backend: it programs the table inet nodenet
 // (see the package documentation for its layout).
 type Backend struct {
-	nft           knftables.Interface
+	tr            transport
 	log           klog.Logger
 	conntrack     Conntrack
 	observe       func(string, error, time.Duration)
@@ -134,7 +135,6 @@ var _ proxy.Backend = (*Backend)(nil)
 // it would write, and replaces it otherwise.
 func New(opts Options) (*Backend, error) {
 	b := &Backend{
-		nft:           opts.NFT,
 		log:           opts.Logger,
 		conntrack:     opts.Conntrack,
 		observe:       opts.Observe,
@@ -193,14 +193,21 @@ func New(opts Options) (*Backend, error) {
 	}
 	b.mark = fmt.Sprintf("0x%08x", mark)
 	b.setMark = "meta mark set meta mark | " + b.mark
-	if b.nft == nil {
-		nft, err := knftables.New(knftables.InetFamily, TableName, knftables.UseNetlink)
-		if err != nil {
-			return nil, fmt.Errorf("nftables: %w", err)
-		}
-		b.nft = nft
+	skeleton := &txn{}
+	b.writeSkeleton(skeleton)
+	b.skeletonFP = b.skeletonHash(skeleton)
+	if opts.NFT != nil {
+		b.tr = knftablesTransport{opts.NFT}
+		return b, nil
 	}
-	b.skeletonFP = b.skeletonHash()
+	nl, err := newNetlinkTransport()
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	if err := nl.learn(skeleton); err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	b.tr = nl
 	return b, nil
 }
 
@@ -286,11 +293,11 @@ func (b *Backend) Sync(ctx context.Context, update proxy.Update) error {
 func (b *Backend) Cleanup(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	tx := b.nft.NewTransaction()
+	tx := b.tr.newTxn()
 	tx.Add(&knftables.Table{})
 	tx.Delete(&knftables.Table{})
 	b.rebuild = true
-	if err := b.nft.Run(ctx, tx); err != nil {
+	if err := b.tr.run(ctx, tx); err != nil {
 		return fmt.Errorf("nftables: delete table inet %s: %w", TableName, err)
 	}
 	return nil
@@ -334,7 +341,7 @@ func (b *Backend) adoptTable(ctx context.Context, state *proxy.State) bool {
 // a failure) is replaced atomically.
 func (b *Backend) replaceTable(ctx context.Context, state *proxy.State) error {
 	start := b.now()
-	tx := b.nft.NewTransaction()
+	tx := b.tr.newTxn()
 	tx.Add(&knftables.Table{})
 	tx.Delete(&knftables.Table{})
 	tx.Add(&knftables.Table{Comment: knftables.PtrTo(tableComment)})
@@ -400,7 +407,7 @@ func (b *Backend) reconcile(ctx context.Context, state *proxy.State, changed map
 		}
 	}
 
-	tx := b.nft.NewTransaction()
+	tx := b.tr.newTxn()
 	if changed == nil {
 		b.writeSkeleton(tx)
 	}
@@ -428,11 +435,11 @@ func (b *Backend) reconcile(ctx context.Context, state *proxy.State, changed map
 }
 
 // run runs tx and reports it to Observe.
-func (b *Backend) run(ctx context.Context, tx *knftables.Transaction, op string, start time.Time) error {
+func (b *Backend) run(ctx context.Context, tx *txn, op string, start time.Time) error {
 	if v := b.log.V(9); v.Enabled() {
 		v.Info("Running nftables transaction", "op", op, "transaction", tx.String())
 	}
-	err := b.nft.Run(ctx, tx)
+	err := b.tr.run(ctx, tx)
 	if b.observe != nil {
 		b.observe(op, err, b.now().Sub(start))
 	}
@@ -456,12 +463,12 @@ func (b *Backend) deleteStaleChains(ctx context.Context) {
 		return
 	}
 	slices.Sort(names)
-	tx := b.nft.NewTransaction()
+	tx := b.tr.newTxn()
 	for _, name := range names {
 		tx.Delete(&knftables.Chain{Name: name})
 	}
 	err := b.run(ctx, tx, "stale-chains", start)
-	if err != nil && !knftables.IsNotFound(err) {
+	if err != nil && !isNotFound(err) {
 		// Still referenced (an old kernel being slow): try again later.
 		b.log.Error(err, "Deleting stale chains failed; will retry", "chains", len(names))
 		for _, name := range names {

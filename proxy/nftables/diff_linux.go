@@ -142,7 +142,7 @@ func (d *diff) diffChains(oldChains, newChains []*chainPlan, rewriteAll bool) {
 
 // write adds the diff to tx in an order where everything exists before it
 // is referenced and is unreferenced before it is deleted.
-func (d *diff) write(tx *knftables.Transaction) {
+func (d *diff) write(tx *txn) {
 	var unusedPicks []string
 	for _, name := range slices.Sorted(maps.Keys(d.pickUse)) {
 		before := d.b.picks[name]

@@ -29,17 +29,14 @@ func newNetns(tb testing.TB) netns.NsHandle {
 	return ns
 }
 
-// newKernelBackend returns a Backend on the real nft in ns: the knftables
-// handle (with nftOpts) is made inside ns, so its checks and any netlink
-// socket are ns's, and opts builds the Backend's options around it.
-func newKernelBackend(ns netns.NsHandle, opts func(knftables.Interface) Options, nftOpts ...knftables.Option) (*Backend, error) {
+// newKernelBackend returns a Backend that programs ns over netlink, as
+// the agent's does: New opens its socket inside ns. opts builds its
+// options (given a nil knftables.Interface: no knftables).
+func newKernelBackend(ns netns.NsHandle, opts func(knftables.Interface) Options) (*Backend, error) {
 	var b *Backend
 	err := nsexec.Do(ns, func() error {
-		nft, err := knftables.New(knftables.InetFamily, TableName, nftOpts...)
-		if err != nil {
-			return err
-		}
-		b, err = New(opts(nft))
+		var err error
+		b, err = New(opts(nil))
 		return err
 	})
 	return b, err

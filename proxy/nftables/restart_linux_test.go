@@ -277,21 +277,31 @@ func TestTheStateMarkerDependsOnlyOnTheTableContent(t *testing.T) {
 	}
 }
 
-// kernelBackend returns a new backend in ns, on the real nft, its
-// transactions counted.
-func kernelBackend(t testing.TB, ns netns.NsHandle) (*Backend, *countingNFT) {
+// countingTransport counts the transactions a backend runs.
+type countingTransport struct {
+	transport
+	runs int
+}
+
+func (c *countingTransport) run(ctx context.Context, tx *txn) error {
+	c.runs++
+	return c.transport.run(ctx, tx)
+}
+
+// kernelBackend returns a new backend in ns, on netlink as the agent's,
+// its transactions counted.
+func kernelBackend(t testing.TB, ns netns.NsHandle) (*Backend, *countingTransport) {
 	t.Helper()
-	var counting *countingNFT
-	// As the agent's: netlink lists the table without nft.
-	b, err := newKernelBackend(ns, func(nft knftables.Interface) Options {
-		counting = &countingNFT{Interface: nft}
-		opts := testOptions(counting)
+	b, err := newKernelBackend(ns, func(knftables.Interface) Options {
+		opts := testOptions(nil)
 		opts.Logger = ktesting.NewLogger(t, ktesting.NewConfig())
 		return opts
-	}, knftables.UseNetlink)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	counting := &countingTransport{transport: b.tr}
+	b.tr = counting
 	return b, counting
 }
 

@@ -48,7 +48,7 @@ var baseChains = []baseChain{
 // the shared sets and maps. Chains and static sets are flushed and
 // refilled, so the same call both builds a new table and re-asserts an
 // existing one; the per-service maps are only declared, never flushed.
-func (b *Backend) writeSkeleton(tx *knftables.Transaction) {
+func (b *Backend) writeSkeleton(tx *txn) {
 	for _, f := range b.fams {
 		b.declareFamilySets(tx, f)
 	}
@@ -107,7 +107,7 @@ func (b *Backend) writeSkeleton(tx *knftables.Transaction) {
 }
 
 // writeChain adds chain, empties it and fills it with rules.
-func writeChain(tx *knftables.Transaction, chain *knftables.Chain, rules []rule) {
+func writeChain(tx *txn, chain *knftables.Chain, rules []rule) {
 	tx.Add(chain)
 	tx.Flush(&knftables.Chain{Name: chain.Name})
 	for _, r := range rules {
@@ -117,7 +117,7 @@ func writeChain(tx *knftables.Transaction, chain *knftables.Chain, rules []rule)
 
 // declareFamilySets declares f's sets and maps and refills the static
 // ones (prefix sets from Options).
-func (b *Backend) declareFamilySets(tx *knftables.Transaction, f *family) {
+func (b *Backend) declareFamilySets(tx *txn, f *family) {
 	verdictMap := func(name, key, comment string) {
 		tx.Add(&knftables.Map{Name: name, Type: key + " : verdict", Comment: knftables.PtrTo(comment)})
 	}

@@ -88,9 +88,7 @@ func (h *stateHasher) port(owner string, p *portPlan) fingerprint {
 
 // skeletonHash hashes the table's shared part as writeSkeleton writes it,
 // which spells out every Option.
-func (b *Backend) skeletonHash() fingerprint {
-	tx := b.nft.NewTransaction()
-	b.writeSkeleton(tx)
+func (b *Backend) skeletonHash(tx *txn) fingerprint {
 	h := &b.hasher
 	h.str('v', strconv.Itoa(layoutVersion), TableName, tableComment)
 	h.str('k', tx.String())
@@ -149,7 +147,7 @@ type tableBuild struct {
 // buildTable plans the whole table for state. With a transaction it
 // writes the table into it (after the skeleton the caller wrote); with
 // names it also collects the names of every object.
-func (b *Backend) buildTable(state *proxy.State, tx *knftables.Transaction, names bool) *tableBuild {
+func (b *Backend) buildTable(state *proxy.State, tx *txn, names bool) *tableBuild {
 	t := &tableBuild{reg: newRegistry(), picks: map[string]int{}, fp: b.skeletonFP}
 	for key := range state.ServicePorts {
 		if sp := b.wanted(state, key); sp != nil {
@@ -228,16 +226,11 @@ func (b *Backend) install(t *tableBuild) {
 // writes nothing, so affinity sets keep their clients. It returns why it
 // did not adopt ("" if it did).
 func (b *Backend) adopt(ctx context.Context, state *proxy.State) (string, error) {
-	listed, err := b.nft.ListAll(ctx)
-	if knftables.IsNotFound(err) {
+	listed, err := b.tr.list(ctx)
+	if isNotFound(err) {
 		return "there is no table", nil
 	}
 	if err != nil {
-		// knftables' netlink lister fails on a missing table with an
-		// error that does not say so, but lists no chain in it.
-		if chains, cerr := b.nft.List(ctx, "chains"); cerr == nil && len(chains) == 0 {
-			return "there is no table", nil
-		}
 		return "", fmt.Errorf("nftables: list table inet %s: %w", TableName, err)
 	}
 	if !slices.ContainsFunc(listed["chain"], func(name string) bool { return strings.HasPrefix(name, markerPrefix) }) {
@@ -246,15 +239,7 @@ func (b *Backend) adopt(ctx context.Context, state *proxy.State) (string, error)
 	t := b.buildTable(state, nil, true)
 	got := tableObjects{}
 	for typ, names := range listed {
-		if typ == "table" {
-			continue
-		}
 		for _, name := range names {
-			// Netlink lists the anonymous sets of rules ("{ a, b }") as
-			// __set<n>.
-			if (typ == "set" || typ == "map") && strings.HasPrefix(name, "__") {
-				continue
-			}
 			got.add(typ, name)
 		}
 	}

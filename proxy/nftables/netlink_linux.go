@@ -1,0 +1,381 @@
+package nftables
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The netlink side of the backend: nf_tables messages written into one
+// NFNL_MSG_BATCH_BEGIN … NFNL_MSG_BATCH_END batch, sent with one sendmsg
+// (the kernel handles a batch per sendmsg: nfnetlink_rcv_batch in
+// net/netfilter/nfnetlink.c aborts one whose END is not in the same
+// message buffer), committed whole or not at all. That is how nft sends
+// its transactions too (libmnl batches, SO_SNDBUFFORCE sized to the
+// batch), minus the text.
+
+const (
+	nlmsgHdrLen  = 16
+	nfgenHdrLen  = 4
+	nlaHdrLen    = 4
+	nlaFNested   = 0x8000
+	nfprotoInet  = 1
+	chunkSize    = 1 << 20 // batch buffers: messages never span two
+	maxMsgLen    = 1 << 17 // the most one message may take
+	elemListMax  = 60000   // element bytes per NEWSETELEM: the list attribute's length is a u16
+	recvBufBytes = 1 << 20
+)
+
+// msgBuf builds netlink attributes; nested ones are opened and closed.
+type msgBuf struct{ b []byte }
+
+func (m *msgBuf) align() {
+	for len(m.b)%4 != 0 {
+		m.b = append(m.b, 0)
+	}
+}
+
+func (m *msgBuf) attr(typ uint16, data []byte) {
+	m.b = binary.NativeEndian.AppendUint16(m.b, uint16(nlaHdrLen+len(data)))
+	m.b = binary.NativeEndian.AppendUint16(m.b, typ)
+	m.b = append(m.b, data...)
+	m.align()
+}
+
+func (m *msgBuf) str(typ uint16, s string) {
+	m.b = binary.NativeEndian.AppendUint16(m.b, uint16(nlaHdrLen+len(s)+1))
+	m.b = binary.NativeEndian.AppendUint16(m.b, typ)
+	m.b = append(m.b, s...)
+	m.b = append(m.b, 0)
+	m.align()
+}
+
+func (m *msgBuf) u32(typ uint16, v uint32) {
+	m.attr(typ, binary.BigEndian.AppendUint32(nil, v))
+}
+
+func (m *msgBuf) u64(typ uint16, v uint64) {
+	m.attr(typ, binary.BigEndian.AppendUint64(nil, v))
+}
+
+// begin opens a nested attribute; end closes it.
+func (m *msgBuf) begin(typ uint16) int {
+	at := len(m.b)
+	m.b = binary.NativeEndian.AppendUint16(m.b, 0)
+	m.b = binary.NativeEndian.AppendUint16(m.b, typ|nlaFNested)
+	return at
+}
+
+func (m *msgBuf) end(at int) {
+	binary.NativeEndian.PutUint16(m.b[at:], uint16(len(m.b)-at))
+}
+
+// batch is a transaction being encoded: whole netlink messages in
+// chunks of at most chunkSize bytes, sent together with one sendmsg.
+type batch struct {
+	chunks [][]byte
+	seq    uint32 // of the last message
+	first  uint32 // of BATCH_BEGIN
+	ack    uint32 // of the message whose ack ends the batch
+	// what each message is, by sequence number, for errors: its
+	// nf_tables type and the object it names.
+	kind []uint16
+	what []string
+	n    int // messages, BEGIN and END excluded
+}
+
+func newBatch(seq uint32) *batch {
+	b := &batch{first: seq, seq: seq - 1}
+	b.message(unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES, nil, "batch")
+	b.n = 0
+	return b
+}
+
+// message appends one message with the nfgenmsg header and attrs.
+func (b *batch) message(typ, flags uint16, family uint8, resID uint16, attrs []byte, what string) {
+	size := nlmsgHdrLen + nfgenHdrLen + len(attrs)
+	if len(b.chunks) == 0 || cap(b.chunks[len(b.chunks)-1])-len(b.chunks[len(b.chunks)-1]) < size {
+		b.chunks = append(b.chunks, make([]byte, 0, max(chunkSize, size)))
+	}
+	c := b.chunks[len(b.chunks)-1]
+	b.seq++
+	c = binary.NativeEndian.AppendUint32(c, uint32(size))
+	c = binary.NativeEndian.AppendUint16(c, typ)
+	c = binary.NativeEndian.AppendUint16(c, flags)
+	c = binary.NativeEndian.AppendUint32(c, b.seq)
+	c = binary.NativeEndian.AppendUint32(c, 0)
+	c = append(c, family, 0)
+	c = binary.BigEndian.AppendUint16(c, resID)
+	c = append(c, attrs...)
+	b.chunks[len(b.chunks)-1] = c
+	b.kind = append(b.kind, typ)
+	b.what = append(b.what, what)
+	b.n++
+}
+
+// nft appends an nf_tables message of type msg (NFT_MSG_*).
+func (b *batch) nft(msg int, flags uint16, attrs []byte, what string) {
+	b.message(uint16(unix.NFNL_SUBSYS_NFTABLES<<8|msg), unix.NLM_F_REQUEST|flags, nfprotoInet, 0, attrs, what)
+}
+
+// finish asks for an ack of the last message and closes the batch.
+func (b *batch) finish() {
+	if b.n > 0 {
+		c := b.chunks[len(b.chunks)-1]
+		// Find the last message: walk the last chunk.
+		var last int
+		for at := 0; at < len(c); at += int(binary.NativeEndian.Uint32(c[at:])) {
+			last = at
+		}
+		flags := binary.NativeEndian.Uint16(c[last+6:])
+		binary.NativeEndian.PutUint16(c[last+6:], flags|unix.NLM_F_ACK)
+		b.ack = b.seq
+	}
+	n := b.n
+	b.message(unix.NFNL_MSG_BATCH_END, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES, nil, "batch end")
+	b.n = n
+}
+
+func (b *batch) bytes() int {
+	n := 0
+	for _, c := range b.chunks {
+		n += len(c)
+	}
+	return n
+}
+
+// nlSocket is a NETLINK_NETFILTER socket, bound to the network namespace
+// it was opened in.
+type nlSocket struct {
+	mu  sync.Mutex
+	fd  int
+	seq uint32
+	buf []byte // receive buffer, dropped after each exchange
+}
+
+func openNetlink() (*nlSocket, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+	if err != nil {
+		return nil, fmt.Errorf("netlink socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("netlink bind: %w", err)
+	}
+	// Errors of a failed batch come back together: room for many. (The
+	// forced size needs CAP_NET_ADMIN, which programming nftables needs
+	// anyway; fall back to what an unprivileged socket may have.)
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	}
+	// Report errors with the failing message only, not a copy of it.
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
+	s := &nlSocket{fd: fd, seq: uint32(time.Now().Unix())}
+	return s, nil
+}
+
+// nlError is an error the kernel returned for one message of a batch.
+type nlError struct {
+	errno unix.Errno
+	what  string
+	msg   string // the kernel's extended ack message, if any
+}
+
+func (e *nlError) Error() string {
+	s := e.what + ": " + e.errno.Error()
+	if e.msg != "" {
+		s += " (" + e.msg + ")"
+	}
+	return s
+}
+
+func (e *nlError) Unwrap() error { return e.errno }
+
+// send sends b with one sendmsg and waits for the kernel's verdict on
+// it: the ack of the last message, or the first error.
+func (s *nlSocket) send(ctx context.Context, b *batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.ack == 0 {
+		return nil // nothing to commit
+	}
+	size := b.bytes()
+	// netlink_sendmsg refuses a message larger than the send buffer;
+	// the kernel doubles what is asked for.
+	if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, size); err != nil {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, size); err != nil {
+			return fmt.Errorf("netlink: send buffer of %d bytes: %w", size, err)
+		}
+	}
+	n, err := unix.SendmsgBuffers(s.fd, b.chunks, nil, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}, 0)
+	if err != nil {
+		return fmt.Errorf("netlink: send a batch of %d messages (%d bytes): %w", b.n, size, err)
+	}
+	s.seq = b.seq
+	if n != size {
+		return fmt.Errorf("netlink: sent %d of %d bytes", n, size)
+	}
+	var first error
+	err = s.receive(ctx, func(h nlHeader, data []byte) (bool, error) {
+		if h.typ != unix.NLMSG_ERROR {
+			return false, nil
+		}
+		errno, seq, msg := parseAck(data)
+		if errno != 0 && first == nil {
+			what := "batch"
+			if i := int(seq - b.first); i > 0 && i < len(b.what) {
+				what = msgNames[b.kind[i]&0xff] + " " + b.what[i]
+			}
+			first = &nlError{errno: errno, what: what, msg: msg}
+		}
+		// The kernel answers every message of the batch before the
+		// ack of the last one; an error on BEGIN is a failed commit.
+		return seq == b.ack || (errno != 0 && seq == b.first), nil
+	})
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// msgNames name the nf_tables messages the backend sends, for errors.
+var msgNames = map[uint16]string{
+	unix.NFT_MSG_NEWTABLE: "add table", unix.NFT_MSG_DELTABLE: "delete table",
+	unix.NFT_MSG_NEWCHAIN: "add chain", unix.NFT_MSG_DELCHAIN: "delete chain",
+	unix.NFT_MSG_NEWRULE: "add rule to chain", unix.NFT_MSG_DELRULE: "flush chain",
+	unix.NFT_MSG_NEWSET: "add set", unix.NFT_MSG_DELSET: "delete set",
+	unix.NFT_MSG_NEWSETELEM: "add elements to", unix.NFT_MSG_DELSETELEM: "delete elements of",
+}
+
+type nlHeader struct {
+	typ, flags uint16
+	seq        uint32
+}
+
+// receive reads messages into fn until it reports done, a dump ends, or
+// the socket fails.
+func (s *nlSocket) receive(ctx context.Context, fn func(nlHeader, []byte) (done bool, err error)) error {
+	if s.buf == nil {
+		s.buf = make([]byte, recvBufBytes)
+	}
+	defer func() { s.buf = nil }()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Second)
+	}
+	for {
+		tv := unix.NsecToTimeval(max(time.Until(deadline), time.Millisecond).Nanoseconds())
+		_ = unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		n, _, err := unix.Recvfrom(s.fd, s.buf, 0)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) {
+				return fmt.Errorf("netlink: no answer from the kernel: %w", os.ErrDeadlineExceeded)
+			}
+			return fmt.Errorf("netlink: receive: %w", err)
+		}
+		for p := s.buf[:n]; len(p) >= nlmsgHdrLen; {
+			l := int(binary.NativeEndian.Uint32(p))
+			if l < nlmsgHdrLen || l > len(p) {
+				return errors.New("netlink: truncated message")
+			}
+			h := nlHeader{typ: binary.NativeEndian.Uint16(p[4:]), flags: binary.NativeEndian.Uint16(p[6:]), seq: binary.NativeEndian.Uint32(p[8:])}
+			if h.typ == unix.NLMSG_DONE {
+				return nil
+			}
+			done, err := fn(h, p[nlmsgHdrLen:l])
+			if err != nil || done {
+				return err
+			}
+			p = p[(l+3)&^3:]
+		}
+	}
+}
+
+// parseAck reads an NLMSG_ERROR payload: errno (0: an ack), the
+// sequence number it answers and the extended ack message.
+func parseAck(data []byte) (unix.Errno, uint32, string) {
+	if len(data) < 4+nlmsgHdrLen {
+		return unix.EINVAL, 0, ""
+	}
+	code := int32(binary.NativeEndian.Uint32(data))
+	seq := binary.NativeEndian.Uint32(data[4+8:])
+	var msg string
+	// With NETLINK_CAP_ACK the original message is not echoed; the
+	// extended ack attributes follow the header.
+	for p := data[4+nlmsgHdrLen:]; len(p) >= nlaHdrLen; {
+		l := int(binary.NativeEndian.Uint16(p))
+		if l < nlaHdrLen || l > len(p) {
+			break
+		}
+		if binary.NativeEndian.Uint16(p[2:])&^nlaFNested == unix.NLMSGERR_ATTR_MSG {
+			msg = string(trimNul(p[nlaHdrLen:l]))
+		}
+		p = p[min((l+3)&^3, len(p)):]
+	}
+	return unix.Errno(-code), seq, msg
+}
+
+func trimNul(b []byte) []byte {
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// request sends one nf_tables request (a dump with unix.NLM_F_DUMP) and
+// hands every answer's attributes to fn.
+func (s *nlSocket) request(ctx context.Context, msg int, flags uint16, attrs []byte, fn func(attrs []byte)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	seq := s.seq
+	m := make([]byte, 0, nlmsgHdrLen+nfgenHdrLen+len(attrs))
+	m = binary.NativeEndian.AppendUint32(m, uint32(nlmsgHdrLen+nfgenHdrLen+len(attrs)))
+	m = binary.NativeEndian.AppendUint16(m, uint16(unix.NFNL_SUBSYS_NFTABLES<<8|msg))
+	m = binary.NativeEndian.AppendUint16(m, unix.NLM_F_REQUEST|unix.NLM_F_ACK|flags)
+	m = binary.NativeEndian.AppendUint32(m, seq)
+	m = binary.NativeEndian.AppendUint32(m, 0)
+	m = append(m, nfprotoInet, 0, 0, 0)
+	m = append(m, attrs...)
+	if err := unix.Sendto(s.fd, m, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("netlink: request: %w", err)
+	}
+	return s.receive(ctx, func(h nlHeader, data []byte) (bool, error) {
+		if h.seq != seq {
+			return false, nil // a late answer to an earlier exchange
+		}
+		if h.typ == unix.NLMSG_ERROR {
+			errno, _, m := parseAck(data)
+			if errno != 0 {
+				return true, &nlError{errno: errno, what: "list", msg: m}
+			}
+			return true, nil
+		}
+		if len(data) >= nfgenHdrLen {
+			fn(data[nfgenHdrLen:])
+		}
+		return false, nil
+	})
+}
+
+// attrs calls fn for each attribute in b.
+func attrs(b []byte, fn func(typ uint16, data []byte)) {
+	for len(b) >= nlaHdrLen {
+		l := int(binary.NativeEndian.Uint16(b))
+		if l < nlaHdrLen || l > len(b) {
+			return
+		}
+		fn(binary.NativeEndian.Uint16(b[2:])&^nlaFNested, b[nlaHdrLen:l])
+		b = b[min((l+3)&^3, len(b)):]
+	}
+}
