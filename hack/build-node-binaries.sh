@@ -186,6 +186,7 @@ build_cni() {
 	for p in "${CNI_PLUGINS[@]}"; do
 		case $p in
 		host-local) pkgs+=("github.com/containernetworking/plugins/plugins/ipam/$p@$CNI_PLUGINS_VERSION") ;;
+		portmap) pkgs+=("github.com/containernetworking/plugins/plugins/meta/$p@$CNI_PLUGINS_VERSION") ;;
 		*) pkgs+=("github.com/containernetworking/plugins/plugins/main/$p@$CNI_PLUGINS_VERSION") ;;
 		esac
 	done
