@@ -58,14 +58,19 @@ fmt:
 clean:
 	rm -rf $(BIN)
 
-# nodenet's nftables service proxy against kube-proxy's, 10k Services × 10
-# endpoints on a real apiserver (bench/proxy). Needs root and minutes; not
-# part of test. Writes bench/proxy/results/results.{json,svg}.
+# nodenet's nftables service proxy against kube-proxy's on a real apiserver
+# (bench/proxy): at 1k, 5k, 10k, 25k and 50k Services × 10 endpoints, each
+# proxy's first sync, one endpoint added, one more Service, restart onto its
+# table and peak RSS; kube-proxy only up to the size whose first sync ends
+# within 10 minutes. Needs root; about 45 minutes on 2 cores; not part of
+# test. One scale: make bench-proxy BENCH_PROXY_SCALES=10000. Writes
+# bench/proxy/results/{results.json,results.svg,scaling.svg}.
+BENCH_PROXY_SCALES ?= 1000,5000,10000,25000,50000
 .PHONY: bench-proxy
 bench-proxy:
 	bash hack/build-kube-binaries.sh
 	bash hack/build-kube-proxy.sh
-	$(GO) run ./bench/proxy -services 10000 -endpoints 10 -out bench/proxy/results
+	$(GO) run ./bench/proxy -scales $(BENCH_PROXY_SCALES) -services 10000 -endpoints 10 -out bench/proxy/results
 
 # The README's first command: a nodenet cluster on this machine (three
 # Linux nodes and a simulated Windows one as network namespaces, a real

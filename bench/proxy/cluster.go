@@ -43,12 +43,13 @@ var (
 // each with one TCP port and one EndpointSlice of e ready endpoints on
 // other nodes.
 type cluster struct {
-	client    kubernetes.Interface
+	client kubernetes.Interface
+	// services is how many exist (populate's last n).
 	services  int
 	endpoints int
 }
 
-func newCluster(cfg *rest.Config, services, endpoints int) (*cluster, error) {
+func newCluster(cfg *rest.Config, endpoints int) (*cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 20000, 40000
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
@@ -56,27 +57,33 @@ func newCluster(cfg *rest.Config, services, endpoints int) (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make client: %w", err)
 	}
-	return &cluster{client: client, services: services, endpoints: endpoints}, nil
+	return &cluster{client: client, endpoints: endpoints}, nil
 }
 
-// populate creates the namespace, this node's Node and every Service and
-// EndpointSlice.
-func (c *cluster) populate(ctx context.Context) error {
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if _, err := c.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create namespace: %w", err)
+// populate creates the namespace and this node's Node (the first time),
+// then Services and EndpointSlices up to n: a scaling run grows one set
+// of objects from scale to scale.
+func (c *cluster) populate(ctx context.Context, n int) error {
+	if c.services == 0 {
+		ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+		if _, err := c.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create namespace: %w", err)
+		}
+		if _, err := c.client.CoreV1().Nodes().Create(ctx, benchNode(), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create node: %w", err)
+		}
 	}
-	if _, err := c.client.CoreV1().Nodes().Create(ctx, benchNode(), metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create node: %w", err)
-	}
+	from := c.services
+	defer func() { c.services = max(c.services, n) }()
 	var next atomic.Int64
+	next.Store(int64(from))
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= c.services || ctx.Err() != nil {
+				if i >= n || ctx.Err() != nil {
 					return
 				}
 				if err := c.createService(ctx, i, time.Now()); err != nil {
@@ -145,16 +152,6 @@ func (c *cluster) createService(ctx context.Context, i int, trigger time.Time) e
 	if _, err := c.client.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create service %s: %w", name, err)
 	}
-	ready := true
-	eps := make([]discoveryv1.Endpoint, c.endpoints)
-	for j := range eps {
-		eps[j] = discoveryv1.Endpoint{
-			Addresses:  []string{c.endpointIP(i, j).String()},
-			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
-			// Remote endpoints, as on a real node most are.
-			NodeName: new(fmt.Sprintf("node-%d", j)),
-		}
-	}
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name + "-bench",
@@ -166,13 +163,56 @@ func (c *cluster) createService(ctx context.Context, i int, trigger time.Time) e
 			Annotations: map[string]string{triggerTimeAnnotation: trigger.UTC().Format(time.RFC3339Nano)},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   eps,
+		Endpoints:   c.sliceEndpoints(i),
 		Ports: []discoveryv1.EndpointPort{{
 			Name: new("http"), Protocol: new(v1.ProtocolTCP), Port: new(int32(8080)),
 		}},
 	}
 	if _, err := c.client.DiscoveryV1().EndpointSlices(namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create endpointslice %s: %w", slice.Name, err)
+	}
+	return nil
+}
+
+// sliceEndpoints are Service i's endpoints as populate creates them.
+func (c *cluster) sliceEndpoints(i int) []discoveryv1.Endpoint {
+	eps := make([]discoveryv1.Endpoint, c.endpoints)
+	for j := range eps {
+		eps[j] = discoveryv1.Endpoint{
+			Addresses:  []string{c.endpointIP(i, j).String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: new(true)},
+			// Remote endpoints, as on a real node most are.
+			NodeName: new(fmt.Sprintf("node-%d", j)),
+		}
+	}
+	return eps
+}
+
+// extraEndpointIP is the r-th endpoint added by setExtraEndpoint, in
+// 100.127.0.0/16: populate's endpoints stay below it up to 400k Services.
+func extraEndpointIP(r int) netip.Addr { return addAddr(netip.MustParseAddr("100.127.0.10"), r) }
+
+// setExtraEndpoint gives Service i's EndpointSlice one endpoint more than
+// populate did (extra), or populate's endpoints again (no extra), stamping
+// trigger as the change time.
+func (c *cluster) setExtraEndpoint(ctx context.Context, i int, extra *netip.Addr, trigger time.Time) error {
+	slices := c.client.DiscoveryV1().EndpointSlices(namespace)
+	name := serviceName(i) + "-bench"
+	slice, err := slices.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get endpointslice %s: %w", name, err)
+	}
+	slice.Endpoints = c.sliceEndpoints(i)
+	if extra != nil {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{extra.String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: new(true)},
+			NodeName:   new("node-extra"),
+		})
+	}
+	slice.Annotations[triggerTimeAnnotation] = trigger.UTC().Format(time.RFC3339Nano)
+	if _, err := slices.Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update endpointslice %s: %w", name, err)
 	}
 	return nil
 }

@@ -7,19 +7,32 @@
 //
 //   - first sync: proxy start → end of the first successful sync, from the
 //     proxy's kubeproxy_sync_proxy_rules_last_timestamp_seconds;
-//   - one more service: create time → end of the sync that programmed it,
-//     the same way, cross-checked by kubeproxy_network_programming_duration_seconds
-//     (every EndpointSlice carries its create time as
-//     endpoints.kubernetes.io/last-change-trigger-time);
+//   - one endpoint added to an existing EndpointSlice → end of the sync
+//     that programmed it, the same way, cross-checked by
+//     kubeproxy_network_programming_duration_seconds (every change stamps
+//     its time as endpoints.kubernetes.io/last-change-trigger-time);
+//   - one more Service and its EndpointSlice → programmed, the same way;
+//     both changes -reps times, the median reported;
 //   - peak RSS of the proxy (VmHWM) and of its nft children (wait4 rusage,
-//     through bench/proxy/nftrss on the proxy's PATH);
+//     through bench/proxy/nftrss on the proxy's PATH), and their sum;
+//   - restart onto a correct table: the proxy stopped and started again
+//     onto the ruleset it left, time to its first sync and the writes it
+//     sent (nft transactions and their bytes, and nodenet's own
+//     nodenet_proxy_backend_operations_total, one per transaction through
+//     nft or netlink);
 //
 // and checks the resulting ruleset: every ClusterIP and endpoint IP must be
-// in it. Results go to OUT/results.json and OUT/results.svg.
+// in it. With -scales it does all of that at each size in turn, growing one
+// set of objects in one apiserver; a proxy whose first sync takes longer
+// than -sync-timeout is recorded as not finished there and not run at the
+// larger sizes. Results go to OUT/results.json, OUT/results.svg (every
+// figure at the -services scale) and OUT/scaling.svg (first sync and total
+// RSS against size).
 //
 // Run as root from the repository root:
 //
 //	go run ./bench/proxy -services 10000 -endpoints 10 -out bench/proxy/results
+//	go run ./bench/proxy -scales 1000,5000,10000,25000,50000 -services 10000 -out bench/proxy/results
 package main
 
 import (
@@ -30,6 +43,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +55,7 @@ import (
 
 type config struct {
 	services      int
+	scales        []int
 	endpoints     int
 	reps          int
 	out           string
@@ -56,7 +71,8 @@ type config struct {
 func main() {
 	var cfg config
 	var proxies string
-	flag.IntVar(&cfg.services, "services", 10000, "Services to create")
+	flag.IntVar(&cfg.services, "services", 10000, "Services to create; with -scales, the scale results.svg shows")
+	scales := flag.String("scales", "", "comma-separated numbers of Services to measure at, in one run (default: -services alone)")
 	flag.IntVar(&cfg.endpoints, "endpoints", 10, "endpoints per Service (one EndpointSlice each)")
 	flag.IntVar(&cfg.reps, "reps", 3, "one-more-service measurements per proxy (the median is reported)")
 	flag.StringVar(&cfg.out, "out", "bench/proxy/results", "directory for results.json and results.svg")
@@ -64,12 +80,17 @@ func main() {
 	flag.StringVar(&cfg.kubeProxy, "kube-proxy", "", "kube-proxy binary (default $NODENET_KUBE_PROXY, then the hack/build-kube-proxy.sh cache)")
 	flag.StringVar(&cfg.nodenetProxy, "nodenet-proxy", "", "nodenet-proxy binary (default: go build ./bench/proxy/nodenet-proxy)")
 	flag.DurationVar(&cfg.minSyncPeriod, "min-sync-period", time.Second, "both proxies' minimum time between syncs (kube-proxy's default)")
-	flag.DurationVar(&cfg.syncTimeout, "sync-timeout", 10*time.Minute, "how long a proxy may take to sync")
+	flag.DurationVar(&cfg.syncTimeout, "sync-timeout", 10*time.Minute, "how long a proxy may take to sync; one that takes longer is recorded as not finished and skipped at larger scales")
 	flag.BoolVar(&cfg.keepWork, "keep-work", false, "keep the work dir (logs, configs) even on success")
 	flag.BoolVar(&cfg.replot, "replot", false, "only redraw OUT/results.svg from OUT/results.json")
 	klog.InitFlags(nil)
 	flag.Parse()
 	cfg.proxies = strings.Split(proxies, ",")
+	var err error
+	if cfg.scales, err = parseScales(*scales, cfg.services); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -127,32 +148,64 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 
-	c, err := newCluster(srv.RESTConfig(), cfg.services, cfg.endpoints)
+	c, err := newCluster(srv.RESTConfig(), cfg.endpoints)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	if err := c.populate(ctx); err != nil {
-		return err
-	}
-	log.Info("Objects created", "services", cfg.services, "endpointsPerService", cfg.endpoints,
-		"took", time.Since(start).Round(time.Millisecond))
-
 	rep := newReport(ctx, cfg)
-	for _, spec := range specs {
-		res, err := measure(ctx, cfg, c, spec, kubeconfig, work)
-		if err != nil {
-			return fmt.Errorf("%s: %w", spec.name, err)
+	gaveUp := map[string]string{}
+	for _, n := range cfg.scales {
+		start := time.Now()
+		if err := c.populate(ctx, n); err != nil {
+			return err
 		}
-		rep.Results = append(rep.Results, res)
-		log.Info("Measured", "proxy", spec.name, "firstSyncSeconds", res.FirstSyncSeconds,
-			"oneMoreServiceSeconds", res.OneMoreServiceSeconds, "proxyPeakRSSMiB", res.ProxyPeakRSSMiB,
-			"nftPeakRSSMiB", res.NFTPeakRSSMiB)
-	}
-	rep.compare()
-	if err := rep.write(cfg.out); err != nil {
-		return err
+		log.Info("Objects created", "services", n, "endpointsPerService", cfg.endpoints,
+			"took", time.Since(start).Round(time.Millisecond))
+		sr := scaleRun{Services: n}
+		for _, spec := range specs {
+			if why := gaveUp[spec.name]; why != "" {
+				sr.Results = append(sr.Results, result{Proxy: spec.name, Version: spec.version, DidNotFinish: why})
+				continue
+			}
+			res, err := measure(ctx, cfg, c, spec, kubeconfig, work)
+			if err != nil {
+				return fmt.Errorf("%s at %d services: %w", spec.name, n, err)
+			}
+			if res.DidNotFinish != "" {
+				gaveUp[spec.name] = fmt.Sprintf("not run: did not finish at %d services", n)
+			}
+			sr.Results = append(sr.Results, res)
+			log.Info("Measured", "proxy", spec.name, "services", n, "didNotFinish", res.DidNotFinish,
+				"firstSyncSeconds", res.FirstSyncSeconds, "oneEndpointSeconds", res.OneEndpointSeconds,
+				"oneMoreServiceSeconds", res.OneMoreServiceSeconds, "totalPeakRSSMiB", res.TotalPeakRSSMiB)
+		}
+		sr.compare()
+		rep.Scales = append(rep.Scales, sr)
+		// Written after each scale: a long run leaves what it measured.
+		if err := rep.write(cfg.out); err != nil {
+			return err
+		}
 	}
 	fmt.Print(rep.table())
 	return nil
+}
+
+// parseScales reads -scales: ascending Service counts, each at least 1;
+// empty is def alone.
+func parseScales(s string, def int) ([]int, error) {
+	if s == "" {
+		return []int{def}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-scales: %q is not a positive number", f)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("-scales: %d after %d: list them in ascending order", n, out[len(out)-1])
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -26,10 +27,14 @@ const (
 	mib           = 1 << 20
 )
 
-// result is one proxy's figures.
+// result is one proxy's figures at one scale.
 type result struct {
 	Proxy   string `json:"proxy"`
 	Version string `json:"version"`
+	// DidNotFinish says why there are no figures: the first sync took
+	// longer than the run timeout here, or at a smaller scale (then this
+	// scale was not tried).
+	DidNotFinish string `json:"didNotFinish,omitempty"`
 	// FirstSyncSeconds: process start → end of the first successful
 	// sync, with every object already in the apiserver.
 	FirstSyncSeconds float64 `json:"firstSyncSeconds"`
@@ -38,6 +43,12 @@ type result struct {
 	FirstSyncRuleSeconds float64 `json:"firstSyncRuleSeconds"`
 	// FirstSyncNFTSeconds is the wall time of the nft runs up to then.
 	FirstSyncNFTSeconds float64 `json:"firstSyncNFTSeconds"`
+	// OneEndpointSeconds is the median of OneEndpointRuns: one endpoint
+	// added to an existing EndpointSlice → end of the sync that
+	// programmed it; OneEndpointSyncRuns are those syncs' durations.
+	OneEndpointSeconds  float64   `json:"oneEndpointSeconds"`
+	OneEndpointRuns     []float64 `json:"oneEndpointRuns"`
+	OneEndpointSyncRuns []float64 `json:"oneEndpointSyncRuns"`
 	// OneMoreServiceSeconds is the median of OneMoreServiceRuns: Service +
 	// EndpointSlice create → end of the sync that programmed the slice.
 	OneMoreServiceSeconds float64   `json:"oneMoreServiceSeconds"`
@@ -52,55 +63,124 @@ type result struct {
 	OneMoreServiceSyncSeconds float64   `json:"oneMoreServiceSyncSeconds"`
 	OneMoreServiceSyncRuns    []float64 `json:"oneMoreServiceSyncRuns"`
 	OneMoreServiceSyncs       []float64 `json:"oneMoreServiceSyncs"`
-	// Peak resident sets: the proxy's whole run and the largest nft child.
+	// Peak resident sets over the whole run (first sync and every change
+	// above): the proxy's (VmHWM), its largest nft child's (wait4
+	// rusage), and TotalPeakRSSMiB, their sum: every process of the
+	// proxy together. The sum is an upper bound — the two peaks need not
+	// coincide — and exact for a proxy that runs no children.
 	ProxyPeakRSSMiB        float64      `json:"proxyPeakRSSMiB"`
 	ProxyRSSAtFirstSyncMiB float64      `json:"proxyPeakRSSAtFirstSyncMiB"`
 	NFTPeakRSSMiB          float64      `json:"nftPeakRSSMiB"`
+	TotalPeakRSSMiB        float64      `json:"totalPeakRSSMiB"`
 	NFTCalls               int          `json:"nftCalls"`
 	NFTFailedCalls         int          `json:"nftFailedCalls"`
 	SyncFailures           float64      `json:"nftablesSyncFailures"`
 	Ruleset                rulesetCheck `json:"ruleset"`
+	// Restart: the proxy stopped and started again onto the ruleset it
+	// left, with nothing changed in the apiserver.
+	Restart *restartResult `json:"restart,omitempty"`
 }
 
-// measure runs one proxy in a fresh namespace through the whole sequence.
+// restartResult is what a restart onto a correct table cost.
+type restartResult struct {
+	DidNotFinish string `json:"didNotFinish,omitempty"`
+	// FirstSyncSeconds: new process start → end of its first sync.
+	FirstSyncSeconds float64 `json:"firstSyncSeconds"`
+	// Writes to the kernel up to that sync: nft transactions (nft -f
+	// runs; NFTTransactionBytes is the text they read) and, for a proxy
+	// that reports them, its own dataplane write operations
+	// (nodenet_proxy_backend_operations_total: one per transaction,
+	// whether through nft or over netlink).
+	NFTTransactions     int     `json:"nftTransactions"`
+	NFTTransactionBytes int64   `json:"nftTransactionBytes"`
+	BackendOperations   float64 `json:"backendOperations"`
+	PeakRSSMiB          float64 `json:"proxyPeakRSSMiB"`
+	NFTPeakRSSMiB       float64 `json:"nftPeakRSSMiB"`
+}
+
+// writes is the number of write transactions the restart sent.
+func (r *restartResult) writes() float64 {
+	return max(float64(r.NFTTransactions), r.BackendOperations)
+}
+
+// measure runs one proxy in a fresh namespace through the whole sequence
+// at the cluster's current scale (c.services Services).
 func measure(ctx context.Context, cfg config, c *cluster, spec proxySpec, kubeconfig, work string) (res result, err error) {
-	log := klog.FromContext(ctx).WithValues("proxy", spec.name)
+	log := klog.FromContext(ctx).WithValues("proxy", spec.name, "services", c.services)
 	res = result{Proxy: spec.name, Version: spec.version}
-	run, err := startProxy(ctx, spec, kubeconfig, work, log)
+	dir := filepath.Join(work, fmt.Sprintf("%s-%d", spec.name, c.services))
+	n, err := newNode(ctx, spec.name)
 	if err != nil {
 		return res, err
 	}
-	defer run.stop(context.WithoutCancel(ctx))
+	defer n.delete(context.WithoutCancel(ctx))
+	run, err := startProxy(ctx, spec, n, kubeconfig, dir, "first", log)
+	if err != nil {
+		return res, err
+	}
+	defer run.p.stop()
 	w := run.w
 
 	// 1. First sync.
 	firstSync, err := measureFirstSync(ctx, cfg.syncTimeout, w, &res)
+	if errors.Is(err, errTimeout) {
+		res.DidNotFinish = fmt.Sprintf("first sync did not finish in %v", cfg.syncTimeout)
+		log.Info("Gave up", "reason", res.DidNotFinish)
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
 	log.Info("First sync", "seconds", res.FirstSyncSeconds, "syncMetricSeconds", res.FirstSyncRuleSeconds)
 
-	// 2. One more service, reps times, each from a settled proxy.
-	var extra []int
+	// The next proxy must start from the same objects.
+	var extraServices, extraEndpoints []int
 	defer func() {
-		// The next proxy must start from the same objects.
 		run.p.stop()
-		for _, i := range extra {
-			if derr := c.deleteService(context.WithoutCancel(ctx), i); derr != nil && err == nil {
+		bg := context.WithoutCancel(ctx)
+		for _, i := range extraEndpoints {
+			if derr := c.setExtraEndpoint(bg, i, nil, time.Now()); derr != nil && err == nil {
+				err = derr
+			}
+		}
+		for _, i := range extraServices {
+			if derr := c.deleteService(bg, i); derr != nil && err == nil {
 				err = derr
 			}
 		}
 	}()
+
+	// 2. One endpoint added to an existing slice, reps times, each on a
+	// settled proxy and another Service.
 	for r := range cfg.reps {
 		before, err := w.settle(ctx)
 		if err != nil {
 			return res, fmt.Errorf("settle: %w", err)
 		}
-		i := cfg.services + r
-		extra = append(extra, i)
-		s, err := oneMoreService(ctx, cfg.syncTimeout, c, w, i, before)
+		i := r % c.services
+		ip := extraEndpointIP(r)
+		extraEndpoints = append(extraEndpoints, i)
+		s, err := w.change(ctx, cfg.syncTimeout, before, func(t time.Time) error { return c.setExtraEndpoint(ctx, i, &ip, t) })
 		if err != nil {
-			return res, err
+			return res, fmt.Errorf("one endpoint: %w", err)
+		}
+		res.OneEndpointRuns = append(res.OneEndpointRuns, s.took)
+		res.OneEndpointSyncRuns = append(res.OneEndpointSyncRuns, s.sync)
+		log.Info("One endpoint", "service", serviceName(i), "seconds", s.took, "lastSyncSeconds", s.sync, "syncs", s.syncs)
+	}
+	res.OneEndpointSeconds = median(res.OneEndpointRuns)
+
+	// 3. One more service, reps times, each from a settled proxy.
+	for r := range cfg.reps {
+		before, err := w.settle(ctx)
+		if err != nil {
+			return res, fmt.Errorf("settle: %w", err)
+		}
+		i := c.services + r
+		extraServices = append(extraServices, i)
+		s, err := w.change(ctx, cfg.syncTimeout, before, func(t time.Time) error { return c.createService(ctx, i, t) })
+		if err != nil {
+			return res, fmt.Errorf("one more service: %w", err)
 		}
 		res.OneMoreServiceRuns = append(res.OneMoreServiceRuns, s.took)
 		res.NetworkProgrammingRuns = append(res.NetworkProgrammingRuns, s.programming)
@@ -117,16 +197,65 @@ func measure(ctx context.Context, cfg config, c *cluster, spec proxySpec, kubeco
 	}
 	res.SyncFailures = last.get(mNFTSyncFailures)
 
-	// 3. Is everything programmed?
-	if err := run.checkProgrammed(ctx, c, cfg.services+cfg.reps, &res, log); err != nil {
+	// 4. Is everything programmed?
+	if err := run.checkProgrammed(ctx, c, c.services+cfg.reps, &res, log); err != nil {
 		return res, err
 	}
 
-	// 4. Memory.
-	return res, run.measureMemory(firstSync, &res)
+	// 5. Memory, before the restart adds its own nft runs.
+	if err := run.measureMemory(firstSync, &res); err != nil {
+		return res, err
+	}
+
+	// 6. Restart onto the table it left, nothing changed.
+	run.p.stop()
+	res.Restart, err = measureRestart(ctx, cfg, spec, n, kubeconfig, dir, log)
+	return res, err
 }
 
-// proxyRun is one proxy running in its own node namespace.
+// measureRestart starts spec's proxy again in n, whose ruleset is the
+// previous run's and still correct, and measures its first sync.
+func measureRestart(ctx context.Context, cfg config, spec proxySpec, n *node, kubeconfig, dir string, log klog.Logger) (*restartResult, error) {
+	run, err := startProxy(ctx, spec, n, kubeconfig, dir, "restart", log)
+	if err != nil {
+		return nil, err
+	}
+	defer run.p.stop()
+	var rr restartResult
+	m, err := run.w.until(ctx, cfg.syncTimeout, func(m metrics) bool { return !m.lastSync().IsZero() })
+	if errors.Is(err, errTimeout) {
+		rr.DidNotFinish = fmt.Sprintf("first sync after the restart did not finish in %v", cfg.syncTimeout)
+		return &rr, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("restart: %w", err)
+	}
+	firstSync := m.lastSync()
+	rr.FirstSyncSeconds = firstSync.Sub(run.p.started).Seconds()
+	rr.BackendOperations = m.get(mBackendOperations)
+	if rss, err := run.p.peakRSS(); err == nil {
+		rr.PeakRSSMiB = float64(rss) / mib
+	}
+	calls, err := readNFTLog(run.nftLog)
+	if err != nil {
+		return nil, err
+	}
+	for _, call := range calls {
+		if call.Start.After(firstSync) {
+			continue
+		}
+		rr.NFTPeakRSSMiB = max(rr.NFTPeakRSSMiB, float64(call.MaxRSSKB)/1024)
+		if call.transaction() {
+			rr.NFTTransactions++
+			rr.NFTTransactionBytes += call.StdinBytes
+		}
+	}
+	log.Info("Restart", "firstSyncSeconds", rr.FirstSyncSeconds, "nftTransactions", rr.NFTTransactions,
+		"nftTransactionBytes", rr.NFTTransactionBytes, "backendOperations", rr.BackendOperations)
+	return &rr, nil
+}
+
+// proxyRun is one proxy process running in a node namespace.
 type proxyRun struct {
 	n       *node
 	p       *process
@@ -135,43 +264,32 @@ type proxyRun struct {
 	nftLog  string // where the wrapper logs each nft run
 }
 
-// startProxy starts spec's proxy in a fresh node namespace, with an nft
-// wrapper first on its PATH that logs each run's time and peak RSS.
-func startProxy(ctx context.Context, spec proxySpec, kubeconfig, work string, log klog.Logger) (*proxyRun, error) {
-	dir := filepath.Join(work, spec.name)
+// startProxy starts spec's proxy in n, with an nft wrapper first on its
+// PATH that logs each run's time and peak RSS; tag names this start's
+// files in dir.
+func startProxy(ctx context.Context, spec proxySpec, n *node, kubeconfig, dir, tag string, log klog.Logger) (*proxyRun, error) {
 	realNFT, err := installNFTWrapper(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	nftLog := filepath.Join(dir, "nft.jsonl")
+	nftLog := filepath.Join(dir, tag+"-nft.jsonl")
 	argv, err := spec.command(dir, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	n, err := newNode(ctx, spec.name)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("Starting proxy", "argv", argv)
+	log.Info("Starting proxy", "start", tag, "argv", argv)
 	p, err := startProcess(n.command(argv...), []string{
 		"PATH=" + filepath.Join(dir, "bin") + ":" + os.Getenv("PATH"),
 		"NODENET_BENCH_NFT=" + realNFT,
 		"NODENET_BENCH_NFT_LOG=" + nftLog,
-	}, filepath.Join(dir, spec.name+".log"))
+	}, filepath.Join(dir, tag+"-"+spec.name+".log"))
 	if err != nil {
-		n.delete(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return &proxyRun{
 		n: n, p: p, realNFT: realNFT, nftLog: nftLog,
 		w: &watcher{p: p, url: "http://" + nodeAddr + ":" + metricsPort + "/metrics", client: &http.Client{Timeout: 5 * time.Second}},
 	}, nil
-}
-
-// stop stops the proxy and deletes its namespace.
-func (run *proxyRun) stop(ctx context.Context) {
-	run.p.stop()
-	run.n.delete(ctx)
 }
 
 // installNFTWrapper builds the nft wrapper as dir/bin/nft and returns the
@@ -183,6 +301,9 @@ func installNFTWrapper(ctx context.Context, dir string) (realNFT string, err err
 	realNFT, err = exec.LookPath("nft")
 	if err != nil {
 		return "", fmt.Errorf("nft: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bin", "nft")); err == nil {
+		return realNFT, nil // built for the first start
 	}
 	if err := goBuild(ctx, filepath.Join(dir, "bin", "nft"), "./bench/proxy/nftrss"); err != nil {
 		return "", err
@@ -232,6 +353,7 @@ func (run *proxyRun) measureMemory(firstSync time.Time, res *result) error {
 		return err
 	}
 	res.ProxyPeakRSSMiB = float64(rss) / mib
+	defer func() { res.TotalPeakRSSMiB = res.ProxyPeakRSSMiB + res.NFTPeakRSSMiB }()
 	calls, err := readNFTLog(run.nftLog)
 	if err != nil {
 		return err
@@ -249,21 +371,22 @@ func (run *proxyRun) measureMemory(firstSync time.Time, res *result) error {
 	return nil
 }
 
-// serviceSample is one one-more-service measurement; see result.
-type serviceSample struct {
-	took        float64 // seconds from create to the end of the sync
+// changeSample is one change measurement; see result.
+type changeSample struct {
+	took        float64 // seconds from the change to the end of the sync
 	programming float64 // the proxy's network programming latency
-	sync        float64 // the duration of the sync that programmed the slice
+	sync        float64 // the duration of the sync that programmed it
 	syncs       float64 // syncs from before to after
 }
 
-// oneMoreService creates service i (with its EndpointSlice) on a settled
-// proxy, whose last scrape is before, and measures until the sync that
-// programmed the slice.
-func oneMoreService(ctx context.Context, timeout time.Duration, c *cluster, w *watcher, i int, before metrics) (serviceSample, error) {
-	created := time.Now()
-	if err := c.createService(ctx, i, created); err != nil {
-		return serviceSample{}, err
+// change makes a change (do, given its time, which it stamps as the
+// EndpointSlice's trigger time) on a settled proxy, whose last scrape is
+// before, and measures until the sync that programmed the slice: the one
+// that observed its network programming latency.
+func (w *watcher) change(ctx context.Context, timeout time.Duration, before metrics, do func(time.Time) error) (changeSample, error) {
+	changed := time.Now()
+	if err := do(changed); err != nil {
+		return changeSample{}, err
 	}
 	prev := before
 	_, err := w.until(ctx, timeout, func(m metrics) bool {
@@ -274,7 +397,7 @@ func oneMoreService(ctx context.Context, timeout time.Duration, c *cluster, w *w
 		return false
 	})
 	if err != nil {
-		return serviceSample{}, fmt.Errorf("wait for the new service: %w", err)
+		return changeSample{}, fmt.Errorf("wait for the change to be programmed: %w", err)
 	}
 	// The latency is observed just before the sync's timestamp and
 	// duration are; a later scrape sees all three, and no other sync fits
@@ -282,14 +405,14 @@ func oneMoreService(ctx context.Context, timeout time.Duration, c *cluster, w *w
 	time.Sleep(100 * time.Millisecond)
 	after, err := w.scrape(ctx)
 	if err != nil {
-		return serviceSample{}, err
+		return changeSample{}, err
 	}
-	return serviceSample{
-		took: after.lastSync().Sub(created).Seconds(),
+	return changeSample{
+		took: after.lastSync().Sub(changed).Seconds(),
 		programming: (after.get(mProgrammingSum) - before.get(mProgrammingSum)) /
 			(after.get(mProgrammingCnt) - before.get(mProgrammingCnt)),
 		// prev was scraped before the slice's sync ended: the difference
-		// is that one sync (perhaps after a sync for the Service alone).
+		// is that one sync (perhaps after a sync for a Service alone).
 		sync:  (after.get(mSyncSum) - prev.get(mSyncSum)) / (after.get(mSyncCount) - prev.get(mSyncCount)),
 		syncs: after.get(mSyncCount) - before.get(mSyncCount),
 	}, nil
@@ -344,11 +467,29 @@ func (w *watcher) settle(ctx context.Context) (metrics, error) {
 	})
 }
 
+// nftCall is one line of bench/proxy/nftrss's log.
 type nftCall struct {
-	Start    time.Time `json:"start"`
-	Seconds  float64   `json:"seconds"`
-	MaxRSSKB int64     `json:"maxRSSKiB"`
-	Exit     int       `json:"exit"`
+	Start      time.Time `json:"start"`
+	Seconds    float64   `json:"seconds"`
+	MaxRSSKB   int64     `json:"maxRSSKiB"`
+	Exit       int       `json:"exit"`
+	Args       []string  `json:"args"`
+	StdinBytes int64     `json:"stdinBytes"`
+}
+
+// transaction reports whether the call loaded rules (nft -f), not a
+// check (-c/--check) or a listing.
+func (c nftCall) transaction() bool {
+	file := false
+	for _, a := range c.Args {
+		switch a {
+		case "-c", "--check":
+			return false
+		case "-f", "--file":
+			file = true
+		}
+	}
+	return file
 }
 
 func readNFTLog(path string) ([]nftCall, error) {

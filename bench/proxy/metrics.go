@@ -22,6 +22,9 @@ const (
 	mProgrammingSum  = "kubeproxy_network_programming_duration_seconds_sum"
 	mProgrammingCnt  = "kubeproxy_network_programming_duration_seconds_count"
 	mNFTSyncFailures = "kubeproxy_sync_proxy_rules_nftables_sync_failures_total"
+	// mBackendOperations is nodenet's own count of dataplane writes
+	// (one per nftables transaction, through nft or netlink).
+	mBackendOperations = "nodenet_proxy_backend_operations_total"
 )
 
 // metrics is one scrape: each family-less metric name → its IPv4 value.

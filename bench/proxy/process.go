@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -23,6 +24,9 @@ type process struct {
 	started time.Time
 	done    chan struct{}
 	waitErr error
+	// stopOnce: the group is killed once, right after the proxy ends,
+	// never later when its id may be another's.
+	stopOnce sync.Once
 }
 
 // startProcess runs argv with env appended, output to logPath. The start
@@ -35,7 +39,8 @@ func startProcess(argv, env []string, logPath string) (*process, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own process group, so a stop also ends the nft runs it left.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	started := make(chan error)
 	// Pdeathsig fires when the forking thread exits, so that thread must
@@ -71,20 +76,23 @@ func (p *process) exited() error {
 	}
 }
 
-// stop asks the proxy to leave, then kills it.
-func (p *process) stop() {
+// stop asks the proxy to leave, then kills it, and then whatever it
+// left running in its process group (an nft run in flight).
+func (p *process) stop() { p.stopOnce.Do(p.doStop) }
+
+func (p *process) doStop() {
 	select {
 	case <-p.done:
-		return
 	default:
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 }
 
 func (p *process) tail() string {

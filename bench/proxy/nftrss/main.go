@@ -6,6 +6,9 @@
 // rusage is exact where polling /proc would miss a short nft's peak, and
 // the proxies need no change to be measured.
 //
+// A run that reads a file also logs how many bytes it read on stdin (the
+// proxies pipe their transactions in with -f -).
+//
 // Environment: NODENET_BENCH_NFT is the real nft, NODENET_BENCH_NFT_LOG
 // the log to append to.
 package main
@@ -14,8 +17,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -27,6 +32,21 @@ type Call struct {
 	MaxRSSKB int64     `json:"maxRSSKiB"`
 	Exit     int       `json:"exit"`
 	Args     []string  `json:"args"`
+	// StdinBytes is what a run that reads a file (-f) read on stdin:
+	// the size of the transaction a proxy piped in.
+	StdinBytes int64 `json:"stdinBytes,omitempty"`
+}
+
+// counter counts what passes through it.
+type counter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func main() {
@@ -36,9 +56,19 @@ func main() {
 	}
 	cmd := exec.Command(real, os.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	var stdin *counter
+	if slices.Contains(os.Args[1:], "-f") || slices.Contains(os.Args[1:], "--file") {
+		stdin = &counter{r: os.Stdin}
+		cmd.Stdin = stdin
+		// A parent that keeps stdin open must not hold the wrapper.
+		cmd.WaitDelay = time.Second
+	}
 	start := time.Now()
 	err := cmd.Run()
 	call := Call{Start: start, Seconds: time.Since(start).Seconds(), Args: os.Args[1:]}
+	if stdin != nil {
+		call.StdinBytes = stdin.n
+	}
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
