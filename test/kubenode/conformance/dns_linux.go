@@ -28,8 +28,8 @@ func startCoreDNS(p *cluster.Program, c *kubenode.Cluster, bin string) error {
 	corefile := filepath.Join(n.Dir, "Corefile")
 	conf := fmt.Sprintf(`.:53 {
     errors
-    health 127.0.0.1:8080
-    ready 127.0.0.1:8181
+    health 127.0.0.1:18080
+    ready 127.0.0.1:18181
     kubernetes cluster.local in-addr.arpa ip6.arpa {
         kubeconfig %s
         pods insecure
@@ -81,7 +81,7 @@ func startCoreDNS(p *cluster.Program, c *kubenode.Cluster, bin string) error {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
-		if _, err := kubenode.HTTPGet(wctx, n.NS, netip.MustParseAddrPort("127.0.0.1:8181"), "/ready"); err == nil {
+		if _, err := kubenode.HTTPGet(wctx, n.NS, netip.MustParseAddrPort("127.0.0.1:18181"), "/ready"); err == nil {
 			return nil
 		}
 		select {
