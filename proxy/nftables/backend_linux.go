@@ -145,7 +145,7 @@ func New(opts Options) (*Backend, error) {
 		rebuild:       true,
 		first:         true,
 		ports:         map[proxy.ServicePortKey]*portState{},
-		reg:           newRegistry(),
+		reg:           newRegistry(0),
 		picks:         map[string]int{},
 		stale:         map[string]time.Time{},
 	}

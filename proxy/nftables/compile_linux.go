@@ -233,12 +233,18 @@ func (st *setType) userdata(comment string) []byte {
 
 // parseConcat encodes a key or value "a . b . c" for fields fs.
 func parseConcat(fs []keyField, s string) ([]byte, error) {
-	parts := strings.Split(s, " . ")
-	if len(parts) != len(fs) {
-		return nil, fmt.Errorf("%q: want %d fields", s, len(fs))
-	}
-	var out []byte
-	for i, p := range parts {
+	return appendConcat(make([]byte, 0, 4*len(fs)+16), fs, s)
+}
+
+// appendConcat appends the encoding of s to out.
+func appendConcat(out []byte, fs []keyField, s string) ([]byte, error) {
+	rest := s
+	for i := range fs {
+		p, r, more := strings.Cut(rest, " . ")
+		rest = r
+		if more != (i < len(fs)-1) {
+			return nil, fmt.Errorf("%q: want %d fields", s, len(fs))
+		}
 		start := len(out)
 		switch fs[i].typeID {
 		case typeIPv4, typeIPv6:
@@ -246,7 +252,13 @@ func parseConcat(fs []keyField, s string) ([]byte, error) {
 			if err != nil || (a.Is4() != (fs[i].typeID == typeIPv4)) {
 				return nil, fmt.Errorf("%q: bad address %q", s, p)
 			}
-			out = append(out, a.AsSlice()...)
+			if a.Is4() {
+				b := a.As4()
+				out = append(out, b[:]...)
+			} else {
+				b := a.As16()
+				out = append(out, b[:]...)
+			}
 		case typeInetProt:
 			n, ok := protoNumbers[p]
 			if !ok {

@@ -160,9 +160,9 @@ func (d *diff) write(tx *txn) {
 	for _, name := range d.flush {
 		tx.Flush(&knftables.Chain{Name: name})
 	}
-	dels, adds := d.b.reg.ops(d.b.isMap)
+	dels, adds := d.b.reg.ops()
 	for _, e := range dels {
-		tx.Delete(e)
+		tx.elem(true, e, d.b.isMap(e.set))
 	}
 	for _, name := range d.delSets {
 		tx.Delete(&knftables.Set{Name: name})
@@ -176,7 +176,7 @@ func (d *diff) write(tx *txn) {
 		}
 	}
 	for _, e := range adds {
-		tx.Add(e)
+		tx.elem(false, e, d.b.isMap(e.set))
 	}
 	// Only rules flushed above jumped to these.
 	for _, name := range unusedPicks {

@@ -188,7 +188,18 @@ func (e *encoder) add(v txVerb, o knftables.Object) error {
 		if v == verbFlush {
 			return fmt.Errorf("netlink: cannot flush an element")
 		}
-		return e.element(v == verbDelete, o)
+		name := o.Set
+		if o.Map != "" {
+			name = o.Map
+		}
+		if len(o.Key) != 1 || len(o.Value) > 1 {
+			return fmt.Errorf("netlink: element of %s: want one key and at most one value string", name)
+		}
+		value := ""
+		if len(o.Value) == 1 {
+			value = o.Value[0]
+		}
+		return e.element(v == verbDelete, name, o.Key[0], value)
 	}
 	return fmt.Errorf("netlink: unsupported object %T", o)
 }
@@ -433,17 +444,10 @@ func (e *encoder) set(v txVerb, name, typ, typeOf string, isMap bool, flags []kn
 }
 
 // element adds (or deletes) one element to its set's open message.
-func (e *encoder) element(del bool, o *knftables.Element) error {
-	name := o.Set
-	if o.Map != "" {
-		name = o.Map
-	}
+func (e *encoder) element(del bool, name, key, value string) error {
 	st := e.t.types[name]
 	if st == nil {
 		return fmt.Errorf("netlink: element of %s: not a set this backend declares", name)
-	}
-	if len(o.Key) != 1 || len(o.Value) > 1 {
-		return fmt.Errorf("netlink: element of %s: want one key and at most one value string", name)
 	}
 	// Deleting then adding a key (a changed value) must stay in order.
 	if other := e.groups[groupKey{name, !del}]; other != nil && other.count > 0 {
@@ -462,7 +466,7 @@ func (e *encoder) element(del bool, o *knftables.Element) error {
 		g.list = g.m.begin(unix.NFTA_SET_ELEM_LIST_ELEMENTS)
 		e.order = append(e.order, k)
 	}
-	if err := encodeElement(&g.m, st, o.Key[0], o.Value, del); err != nil {
+	if err := encodeElement(&g.m, st, key, value, del); err != nil {
 		return fmt.Errorf("netlink: element of %s: %w", name, err)
 	}
 	g.count++
@@ -472,7 +476,7 @@ func (e *encoder) element(del bool, o *knftables.Element) error {
 	return nil
 }
 
-func encodeElement(m *msgBuf, st *setType, key string, value []string, del bool) error {
+func encodeElement(m *msgBuf, st *setType, key, value string, del bool) error {
 	if st.interval {
 		p, err := parsePrefixOrAddr(key)
 		if err != nil {
@@ -482,37 +486,47 @@ func encodeElement(m *msgBuf, st *setType, key string, value []string, del bool)
 		intervalElems(m, [2]netip.Addr{s, end})
 		return nil
 	}
-	k, err := parseConcat(st.key, key)
-	if err != nil {
+	// Written in place: a full sync encodes 100k of these.
+	at := len(m.b)
+	el := m.begin(unix.NFTA_LIST_ELEM)
+	k := m.begin(unix.NFTA_SET_ELEM_KEY)
+	v := m.open(unix.NFTA_DATA_VALUE)
+	var err error
+	if m.b, err = appendConcat(m.b, st.key, key); err != nil {
+		m.b = m.b[:at]
 		return err
 	}
-	var data []byte
+	m.end(v)
+	m.end(k)
 	if st.isMap && !del {
-		if len(value) != 1 {
+		if value == "" {
+			m.b = m.b[:at]
 			return fmt.Errorf("%q: no value", key)
 		}
-		var d msgBuf
+		d := m.begin(unix.NFTA_SET_ELEM_DATA)
 		if st.verdict {
-			code, chain, err := verdictData(value[0])
+			code, chain, err := verdictData(value)
 			if err != nil {
+				m.b = m.b[:at]
 				return err
 			}
-			vb := d.begin(unix.NFTA_DATA_VERDICT)
-			d.u32(unix.NFTA_VERDICT_CODE, uint32(code))
+			vb := m.begin(unix.NFTA_DATA_VERDICT)
+			m.u32(unix.NFTA_VERDICT_CODE, uint32(code))
 			if chain != "" {
-				d.str(unix.NFTA_VERDICT_CHAIN, chain)
+				m.str(unix.NFTA_VERDICT_CHAIN, chain)
 			}
-			d.end(vb)
+			m.end(vb)
 		} else {
-			v, err := parseConcat(st.data, value[0])
-			if err != nil {
+			dv := m.open(unix.NFTA_DATA_VALUE)
+			if m.b, err = appendConcat(m.b, st.data, value); err != nil {
+				m.b = m.b[:at]
 				return err
 			}
-			d.attr(unix.NFTA_DATA_VALUE, v)
+			m.end(dv)
 		}
-		data = d.b
+		m.end(d)
 	}
-	elemKey(m, k, data, 0)
+	m.end(el)
 	return nil
 }
 

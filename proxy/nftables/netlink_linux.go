@@ -57,23 +57,29 @@ func (m *msgBuf) str(typ uint16, s string) {
 }
 
 func (m *msgBuf) u32(typ uint16, v uint32) {
-	m.attr(typ, binary.BigEndian.AppendUint32(nil, v))
+	m.b = binary.NativeEndian.AppendUint16(m.b, nlaHdrLen+4)
+	m.b = binary.NativeEndian.AppendUint16(m.b, typ)
+	m.b = binary.BigEndian.AppendUint32(m.b, v)
 }
 
 func (m *msgBuf) u64(typ uint16, v uint64) {
 	m.attr(typ, binary.BigEndian.AppendUint64(nil, v))
 }
 
-// begin opens a nested attribute; end closes it.
-func (m *msgBuf) begin(typ uint16) int {
+// begin opens a nested attribute; end closes it (and pads).
+func (m *msgBuf) begin(typ uint16) int { return m.open(typ | nlaFNested) }
+
+// open starts an attribute whose value the caller appends to m.b.
+func (m *msgBuf) open(typ uint16) int {
 	at := len(m.b)
 	m.b = binary.NativeEndian.AppendUint16(m.b, 0)
-	m.b = binary.NativeEndian.AppendUint16(m.b, typ|nlaFNested)
+	m.b = binary.NativeEndian.AppendUint16(m.b, typ)
 	return at
 }
 
 func (m *msgBuf) end(at int) {
 	binary.NativeEndian.PutUint16(m.b[at:], uint16(len(m.b)-at))
+	m.align()
 }
 
 // batch is a transaction being encoded: whole netlink messages in

@@ -326,4 +326,3 @@ func TestMergeRanges(t *testing.T) {
 		}
 	}
 }
-

@@ -40,10 +40,12 @@ type touch struct {
 	was      claim
 }
 
-func newRegistry() *registry {
+// newRegistry returns an empty registry with room for about size
+// elements (a full table's build knows roughly how many).
+func newRegistry(size int) *registry {
 	return &registry{
 		seeds:   [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		first:   map[elemHash]claim{},
+		first:   make(map[elemHash]claim, size),
 		more:    map[elemHash][]claim{},
 		touched: map[elemHash]touch{},
 	}
@@ -140,8 +142,8 @@ func (r *registry) replace(owner string, old, new []element) {
 
 // ops returns the element deletions and additions that bring the table
 // from the winners before the touches to the winners now, and forgets the
-// touches. isMap tells maps from sets.
-func (r *registry) ops(isMap func(string) bool) (dels, adds []*knftables.Element) {
+// touches.
+func (r *registry) ops() (dels, adds []element) {
 	for h, t := range r.touched {
 		now := r.first[h]
 		was := t.was
@@ -149,18 +151,18 @@ func (r *registry) ops(isMap func(string) bool) (dels, adds []*knftables.Element
 			continue
 		}
 		if was.owner != "" {
-			dels = append(dels, newElement(t.set, t.key, "", isMap(t.set)))
+			dels = append(dels, element{set: t.set, key: t.key})
 		}
 		if now.owner != "" {
-			adds = append(adds, newElement(t.set, t.key, now.value, isMap(t.set)))
+			adds = append(adds, element{set: t.set, key: t.key, value: now.value})
 		}
 	}
 	clear(r.touched)
-	byID := func(a, b *knftables.Element) int {
-		if c := strings.Compare(a.Set+a.Map, b.Set+b.Map); c != 0 {
+	byID := func(a, b element) int {
+		if c := strings.Compare(a.set, b.set); c != 0 {
 			return c
 		}
-		return slices.Compare(a.Key, b.Key)
+		return strings.Compare(a.key, b.key)
 	}
 	slices.SortFunc(dels, byID)
 	slices.SortFunc(adds, byID)
@@ -168,16 +170,15 @@ func (r *registry) ops(isMap func(string) bool) (dels, adds []*knftables.Element
 }
 
 // build claims elems for owner in a registry being filled in owner
-// order, and returns the elements owner is the first to claim: exactly
-// the winners, in plan order, for a table built from scratch.
-func (r *registry) build(owner string, elems []element, isMap func(string) bool) []*knftables.Element {
-	var out []*knftables.Element
+// order, and appends to out the elements owner is the first to claim:
+// exactly the winners, in plan order, for a table built from scratch.
+func (r *registry) build(owner string, elems []element, out []element) []element {
 	for _, e := range elems {
 		h := r.hash(e.set, e.key)
 		c, ok := r.first[h]
 		if !ok {
 			r.first[h] = claim{owner, e.value}
-			out = append(out, newElement(e.set, e.key, e.value, isMap(e.set)))
+			out = append(out, e)
 			continue
 		}
 		more := r.more[h]

@@ -148,7 +148,11 @@ type tableBuild struct {
 // writes the table into it (after the skeleton the caller wrote); with
 // names it also collects the names of every object.
 func (b *Backend) buildTable(state *proxy.State, tx *txn, names bool) *tableBuild {
-	t := &tableBuild{reg: newRegistry(), picks: map[string]int{}, fp: b.skeletonFP}
+	size := 0
+	for _, sp := range state.ServicePorts {
+		size += 3 + len(sp.InternalEndpoints) + len(sp.ExternalIPs) + len(sp.LoadBalancerIPs)
+	}
+	t := &tableBuild{reg: newRegistry(size), picks: map[string]int{}, fp: b.skeletonFP}
 	for key := range state.ServicePorts {
 		if sp := b.wanted(state, key); sp != nil {
 			t.ports = append(t.ports, &portState{owner: key.String(), sp: sp})
@@ -158,6 +162,7 @@ func (b *Backend) buildTable(state *proxy.State, tx *txn, names bool) *tableBuil
 	if names {
 		t.objects = b.skeletonObjects()
 	}
+	var elems []element
 	for _, ps := range t.ports {
 		plan := b.planPort(ps.sp)
 		ps.hash = b.hasher.port(ps.owner, plan)
@@ -181,7 +186,7 @@ func (b *Backend) buildTable(state *proxy.State, tx *txn, names bool) *tableBuil
 				t.objects.add("set", s.name)
 			}
 		}
-		elems := t.reg.build(ps.owner, plan.elems, b.isMap)
+		elems = t.reg.build(ps.owner, plan.elems, elems[:0])
 		if tx == nil {
 			continue
 		}
@@ -200,7 +205,7 @@ func (b *Backend) buildTable(state *proxy.State, tx *txn, names bool) *tableBuil
 			}
 		}
 		for _, e := range elems {
-			tx.Add(e)
+			tx.elem(false, e, b.isMap(e.set))
 		}
 	}
 	if names {

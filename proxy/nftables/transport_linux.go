@@ -59,6 +59,23 @@ func (t *txn) Delete(o knftables.Object) { t.op(verbDelete, o) }
 // Flush empties a chain or set.
 func (t *txn) Flush(o knftables.Object) { t.op(verbFlush, o) }
 
+// elem adds (or, with del, deletes) a set or map element: straight to
+// the encoder when streaming, without an object per element.
+func (t *txn) elem(del bool, e element, isMap bool) {
+	if t.sink == nil {
+		v := verbAdd
+		if del {
+			v, e.value = verbDelete, ""
+		}
+		t.op(v, newElement(e.set, e.key, e.value, isMap))
+		return
+	}
+	t.n++
+	if t.err == nil {
+		t.err = t.enc.element(del, e.set, e.key, e.value)
+	}
+}
+
 // NumOperations is the number of operations added.
 func (t *txn) NumOperations() int { return t.n }
 
