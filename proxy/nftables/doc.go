@@ -1,10 +1,12 @@
 // Package nftables is nodenet's Linux service proxy backend: it programs
-// the brain's proxy.State into one nftables table, inet nodenet, through
-// knftables, one atomic transaction per sync. No other table is touched.
+// the brain's proxy.State into one nftables table, inet nodenet, one
+// atomic transaction per sync, over netlink from inside the process (no
+// nft child, no text on the hot path; see Programming the kernel). No
+// other table is touched.
 //
 // One inet table serves both families, so a dual-stack sync is one
-// transaction and one nft process, and the hooks are registered once;
-// sets and maps are typed, so they come in pairs suffixed -v4 and -v6.
+// transaction and the hooks are registered once; sets and maps are
+// typed, so they come in pairs suffixed -v4 and -v6.
 //
 // # Table layout
 //
@@ -93,13 +95,13 @@
 // writer, a lost table) and makes the next sync replace it.
 //
 // A new backend's first sync plans the whole state without writing and
-// lists the table's object names once (ListAll: use knftables'
-// UseNetlink, as nft would list every rule). If the marker of that plan
+// lists the table's object names once (netlink GETCHAIN and GETSET
+// dumps; nft would list every rule). If the marker of that plan
 // is there and the chains, sets and maps are exactly the ones it would
 // create (no chain deleted, no emptied chain of the previous run left),
 // it adopts the table: it writes nothing, and the affinity sets keep
-// their clients. At 10k services × 10 endpoints that costs 0.23 s and no
-// transaction, against 2.3–2.8 s for a replacement. Otherwise — another
+// their clients. At 10k services × 10 endpoints that costs well under a
+// second and no transaction (BENCHMARKS.md). Otherwise — another
 // state (services changed while the agent was down), other Options,
 // another layout, a table of an older nodenet — it replaces the table.
 //
@@ -114,4 +116,71 @@
 // delete the marker chain (nft delete chain inet nodenet state-…): the
 // next sync, at the latest the periodic one, fails on it and the one
 // after replaces the table.
+//
+// # Programming the kernel
+//
+// The backend builds each sync as a sequence of operations on knftables
+// objects (used as plain descriptions; rules are nft text from a small
+// fixed vocabulary) and hands them to a transport:
+//
+//   - netlink (the agent; Options.NFT nil): each operation is encoded as
+//     it is added into nf_tables netlink messages of one
+//     NFNL_MSG_BATCH_BEGIN … END batch, which goes to the kernel in one
+//     sendmsg on a NETLINK_NETFILTER socket that New opens (in the
+//     network namespace New runs in). The kernel applies a batch as one
+//     transaction: all of it or, if any message fails, none
+//     (TestABatchCommitsWholeOrNotAtAll). It takes a batch per sendmsg
+//     (nfnetlink_rcv_batch), so the batch is not split over several
+//     sends: its buffers (1 MiB chunks, passed as one iovec list) are
+//     sized to it, the socket's send buffer is forced to fit it
+//     (SO_SNDBUFFORCE, as nft does), and only the last message asks for
+//     an ack, so a 30k-message batch gets one answer, or the errors of
+//     the messages that failed, named back to their objects. The buffers
+//     are dropped after each sync: nothing stays at peak size.
+//   - knftables (Options.NFT set): the same operations as a knftables
+//     transaction — its Fake in unit tests (whose Dump and
+//     LastTransaction the tests read), `nodenetctl proxy render -o
+//     nft`, or knftables.New (the nft binary) to debug.
+//
+// Elements go in bulk: consecutive additions (or deletions) to one set
+// share NEWSETELEM (DELSETELEM) messages as large as the kernel takes —
+// the element list is one attribute, whose length is 16 bits, so about
+// 1,300 elements of endpoints-tcp-v4 or 800 verdict elements a message —
+// and a full sync of 10k services × 10 endpoints (110k elements, 10k
+// chains, 20k rules) is about 30k messages, 11 MiB, in one batch. The
+// plan is streamed: a port is planned, encoded and dropped before the
+// next, so the sync holds the batch and the element registry, never
+// every plan, object and text at once.
+//
+// Rules are compiled from their text by compileRule, which knows exactly
+// the statements the backend writes and refuses anything else; each
+// compiles to the expressions nft 1.0.6 generates for it (read with nft
+// --debug=netlink): in the inet family an ip/ip6 match first checks meta
+// nfproto and a tcp/udp/sctp field meta l4proto; concatenated keys load
+// each field into the next 4-byte register (a 1-byte protocol or 2-byte
+// port padded to 4); numgen indexes are host-order integers; verdict maps
+// carry verdict data; DNAT from a map takes the address and port from
+// the looked-up value's registers; "{ … }" becomes an anonymous constant
+// set (an interval set for prefixes, adjacent ones merged) created just
+// before its rule; sets carry nft's userdata (typeof, comment) so `nft
+// list` prints them as declared. TestEveryRuleShapeLoadsThroughNetlink
+// writes a state with every shape through netlink and through nft into
+// two namespaces and requires the two `nft list` outputs to be equal;
+// the packet tests send real traffic through the netlink-built table.
+//
+// Why these libraries: the expressions are marshalled by
+// github.com/google/nftables' expr package (the kernel attribute
+// encoding of each expression, kept up to date upstream), but its
+// Conn.Flush asks for an ack of every message (30k acks overflow the
+// receive buffer of a full sync) and SetAddElements puts all its
+// elements into one message (over the 64 KiB attribute limit at a few
+// thousand), and mdlayher/netlink marshals a batch into one contiguous
+// buffer; so the batch, socket and dumps are our own, on
+// golang.org/x/sys/unix.
+//
+// The nft binary stays a tool: `nodenetctl` and the agent's status dump
+// run `nft list table`, and tests use it to inspect. Elsewhere,
+// cni/hostport (pod hostPorts, a handful of rules and map elements per
+// pod) and overlay/egress (one chain) still write through knftables and
+// nft: their transactions are small.
 package nftables
