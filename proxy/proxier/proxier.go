@@ -26,11 +26,12 @@ import (
 	"github.com/nodenet/nodenet/proxy/source"
 )
 
-// batchPeriod is how long a change after an idle spell waits for the
-// changes that follow it: a new Service's EndpointSlice arrives
+// batchPeriod is how long a Service change after an idle spell waits for
+// the changes that follow it: a new Service's EndpointSlice arrives
 // milliseconds after the Service, and without the wait it would sync a
 // whole minSyncPeriod later than the Service (the runner caps it at
 // minSyncPeriod, so minSyncPeriod 0 still syncs every change at once).
+// EndpointSlice changes alone do not wait.
 const batchPeriod = 100 * time.Millisecond
 
 // Options configure a Proxier. Source, Backend and the periods are
@@ -167,7 +168,13 @@ func (p *Proxier) changed() {
 			h.QueuedUpdate(family)
 		}
 	}
-	p.runner.Request()
+	// Only a Service change is worth the batch wait (its new slices
+	// follow it); an endpoint change alone syncs at once.
+	if services, _ := p.brain.Pending(); services > 0 {
+		p.runner.Request()
+	} else {
+		p.runner.RequestNow()
+	}
 }
 
 // sync is one pass: snapshot, program, report.

@@ -101,15 +101,24 @@ func New(opts Options) *Runner {
 // Request asks for a sync soon. It never blocks; requests made before the
 // next sync starts coalesce into it, and a request made during a sync
 // causes one more sync after it.
-func (r *Runner) Request() { r.request(false) }
+func (r *Runner) Request() { r.request(false, false) }
+
+// RequestNow asks for a sync as Request does, without the Batch wait
+// when it is the first request after an idle spell: for a change nothing
+// usually follows (an endpoint of an existing service), which would
+// otherwise wait Batch for nothing. MinInterval still applies.
+func (r *Runner) RequestNow() { r.request(false, true) }
 
 // RequestFull asks for a full sync soon, as Request does.
-func (r *Runner) RequestFull() { r.request(true) }
+func (r *Runner) RequestFull() { r.request(true, false) }
 
-func (r *Runner) request(full bool) {
+func (r *Runner) request(full, now bool) {
 	r.mu.Lock()
 	if !r.requested {
 		r.requestedAt = r.opts.Clock.Now()
+		if now {
+			r.requestedAt = r.requestedAt.Add(-r.opts.Batch)
+		}
 	}
 	r.requested = true
 	r.full = r.full || full

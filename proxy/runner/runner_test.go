@@ -201,6 +201,31 @@ func TestBatchHoldsTheFirstRequestAfterIdleForTheChangesThatFollow(t *testing.T)
 	h.expect("MinInterval after the last start", []call{partial(11*s + batch)}, 30*s)
 }
 
+func TestRequestNowSkipsTheBatchWait(t *testing.T) {
+	const batch = 100 * time.Millisecond
+	h := newHarness(t, Options{MinInterval: s, Batch: batch, Period: 30 * s})
+	h.start()
+	h.expect("start", []call{full(0)}, 30*s)
+
+	h.stepTo(10 * s)
+	h.r.RequestNow()
+	h.expect("a change nothing follows syncs at once after an idle spell", []call{partial(10 * s)}, 30*s)
+
+	h.stepTo(10*s + 200*time.Millisecond)
+	h.r.RequestNow()
+	h.expect("soon after a sync MinInterval still rules", nil, 11*s)
+	h.stepTo(11 * s)
+	h.expect("MinInterval after the last start", []call{partial(11 * s)}, 30*s)
+
+	h.stepTo(20 * s)
+	h.r.Request()
+	h.stepTo(20*s + 50*time.Millisecond)
+	h.r.RequestNow()
+	h.expect("a batch already waiting keeps its wait", nil, 20*s+batch)
+	h.stepTo(20*s + batch)
+	h.expect("both changes, one sync", []call{partial(20*s + batch)}, 30*s)
+}
+
 func TestBatchIsCappedAtMinInterval(t *testing.T) {
 	h := newHarness(t, Options{Batch: s, Period: 30 * s})
 	h.start()
