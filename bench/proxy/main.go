@@ -76,7 +76,7 @@ func main() {
 	flag.IntVar(&cfg.endpoints, "endpoints", 10, "endpoints per Service (one EndpointSlice each)")
 	flag.IntVar(&cfg.reps, "reps", 3, "one-more-service measurements per proxy (the median is reported)")
 	flag.StringVar(&cfg.out, "out", "bench/proxy/results", "directory for results.json and results.svg")
-	flag.StringVar(&proxies, "proxies", "kube-proxy,nodenet", "proxies to run, in order")
+	flag.StringVar(&proxies, "proxies", "kube-proxy,nodenet", "proxies to run, in order; NAME=BINARY adds another nodenet-proxy build (a wrapper script may set GOGC and the like)")
 	flag.StringVar(&cfg.kubeProxy, "kube-proxy", "", "kube-proxy binary (default $NODENET_KUBE_PROXY, then the hack/build-kube-proxy.sh cache)")
 	flag.StringVar(&cfg.nodenetProxy, "nodenet-proxy", "", "nodenet-proxy binary (default: go build ./bench/proxy/nodenet-proxy)")
 	flag.DurationVar(&cfg.minSyncPeriod, "min-sync-period", time.Second, "both proxies' minimum time between syncs (kube-proxy's default)")

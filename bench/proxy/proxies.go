@@ -56,7 +56,14 @@ func proxySpecs(ctx context.Context, cfg config, work string) ([]proxySpec, erro
 			}
 			specs = append(specs, nodenetSpec(bin, cfg))
 		default:
-			return nil, fmt.Errorf("unknown proxy %q (want kube-proxy or nodenet)", name)
+			// NAME=BINARY: another nodenet-proxy build, for A/B runs.
+			label, bin, ok := strings.Cut(name, "=")
+			if !ok || label == "" || bin == "" {
+				return nil, fmt.Errorf("unknown proxy %q (want kube-proxy, nodenet or NAME=nodenet-proxy binary)", name)
+			}
+			spec := nodenetSpec(bin, cfg)
+			spec.name, spec.version = label, bin
+			specs = append(specs, spec)
 		}
 	}
 	return specs, nil
