@@ -27,9 +27,11 @@ const (
 	nlaFNested   = 0x8000
 	nfprotoInet  = 1
 	chunkSize    = 1 << 20 // batch buffers: messages never span two
-	maxMsgLen    = 1 << 17 // the most one message may take
 	elemListMax  = 60000   // element bytes per NEWSETELEM: the list attribute's length is a u16
-	recvBufBytes = 1 << 20
+	// Answers come one per skb: acks and errors are small, dump skbs
+	// at most 32 KiB (netlink_dump caps max_recvmsg_len).
+	recvBufBytes = 64 << 10
+	firstChunk   = 64 << 10 // a partial sync's batch is small
 )
 
 // msgBuf builds netlink attributes; nested ones are opened and closed.
@@ -107,7 +109,11 @@ func newBatch(seq uint32) *batch {
 func (b *batch) message(typ, flags uint16, family uint8, resID uint16, attrs []byte, what string) {
 	size := nlmsgHdrLen + nfgenHdrLen + len(attrs)
 	if len(b.chunks) == 0 || cap(b.chunks[len(b.chunks)-1])-len(b.chunks[len(b.chunks)-1]) < size {
-		b.chunks = append(b.chunks, make([]byte, 0, max(chunkSize, size)))
+		n := chunkSize
+		if len(b.chunks) == 0 {
+			n = firstChunk
+		}
+		b.chunks = append(b.chunks, make([]byte, 0, max(n, size)))
 	}
 	c := b.chunks[len(b.chunks)-1]
 	b.seq++
@@ -237,6 +243,9 @@ func (s *nlSocket) send(ctx context.Context, b *batch) error {
 			return false, nil
 		}
 		errno, seq, msg := parseAck(data)
+		if seq < b.first || seq > b.ack {
+			return false, nil // left over from an earlier exchange
+		}
 		if errno != 0 && first == nil {
 			what := "batch"
 			if i := int(seq - b.first); i > 0 && i < len(b.what) {
