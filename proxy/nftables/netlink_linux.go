@@ -21,13 +21,13 @@ import (
 // batch), minus the text.
 
 const (
-	nlmsgHdrLen  = 16
-	nfgenHdrLen  = 4
-	nlaHdrLen    = 4
-	nlaFNested   = 0x8000
-	nfprotoInet  = 1
-	chunkSize    = 1 << 20 // batch buffers: messages never span two
-	elemListMax  = 60000   // element bytes per NEWSETELEM: the list attribute's length is a u16
+	nlmsgHdrLen = 16
+	nfgenHdrLen = 4
+	nlaHdrLen   = 4
+	nlaFNested  = 0x8000
+	nfprotoInet = 1
+	chunkSize   = 1 << 20 // batch buffers: messages never span two
+	elemListMax = 60000   // element bytes per NEWSETELEM: the list attribute's length is a u16
 	// Answers come one per skb: acks and errors are small, dump skbs
 	// at most 32 KiB (netlink_dump caps max_recvmsg_len).
 	recvBufBytes = 64 << 10
