@@ -155,6 +155,10 @@ type encoder struct {
 	order  []groupKey // groups in the order they were opened
 	anonID uint32
 	m      msgBuf // scratch for one message's attributes
+	// rules caches the encoded expressions of rule texts this batch
+	// already compiled: a full sync writes the same few texts (a goto to
+	// a pick chain, the masquerade mark) thousands of times.
+	rules map[string][]byte
 }
 
 type groupKey struct {
@@ -283,24 +287,38 @@ func (e *encoder) chain(v txVerb, o *knftables.Chain) error {
 }
 
 func (e *encoder) rule(o *knftables.Rule) error {
-	exprs, anon, err := compileRule(o.Rule, func() uint32 { e.anonID++; return e.anonID })
-	if err != nil {
-		return err
-	}
-	for _, as := range anon {
-		e.anonSet(as)
+	list, ok := e.rules[o.Rule]
+	if !ok {
+		exprs, anon, err := compileRule(o.Rule, func() uint32 { e.anonID++; return e.anonID })
+		if err != nil {
+			return err
+		}
+		for _, as := range anon {
+			e.anonSet(as)
+		}
+		var lm msgBuf
+		for _, x := range exprs {
+			data, err := expr.Marshal(unix.NFPROTO_INET, x)
+			if err != nil {
+				return fmt.Errorf("rule %q: %w", o.Rule, err)
+			}
+			lm.attr(unix.NFTA_LIST_ELEM|nlaFNested, data)
+		}
+		list = lm.b
+		// A rule with an anonymous set refers to it by its id: not
+		// reusable.
+		if len(anon) == 0 {
+			if e.rules == nil {
+				e.rules = map[string][]byte{}
+			}
+			e.rules[o.Rule] = list
+		}
 	}
 	m := e.reset()
 	m.str(unix.NFTA_RULE_TABLE, TableName)
 	m.str(unix.NFTA_RULE_CHAIN, o.Chain)
 	l := m.begin(unix.NFTA_RULE_EXPRESSIONS)
-	for _, x := range exprs {
-		data, err := expr.Marshal(unix.NFPROTO_INET, x)
-		if err != nil {
-			return fmt.Errorf("rule %q: %w", o.Rule, err)
-		}
-		m.attr(unix.NFTA_LIST_ELEM|nlaFNested, data)
-	}
+	m.b = append(m.b, list...)
 	m.end(l)
 	if o.Comment != nil {
 		m.attr(unix.NFTA_RULE_USERDATA, udataTLV(nil, 0, append([]byte(*o.Comment), 0))) // NFTNL_UDATA_RULE_COMMENT
