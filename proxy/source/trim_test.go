@@ -391,23 +391,28 @@ func BenchmarkCachedBytes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	decode := map[string]func() any{
-		"Service": func() any {
-			var s v1.Service
-			if err := s.Unmarshal(svcData); err != nil {
-				b.Fatal(err)
-			}
-			return &s
-		},
-		"EndpointSlice10": func() any {
-			var s discoveryv1.EndpointSlice
-			if err := s.Unmarshal(sliceData); err != nil {
-				b.Fatal(err)
-			}
-			return &s
-		},
+	benchSvc, benchSlice := benchProxyObjects()
+	benchSvcData, err := benchSvc.Marshal()
+	if err != nil {
+		b.Fatal(err)
 	}
-	for _, kind := range []string{"Service", "EndpointSlice10"} {
+	benchSliceData, err := benchSlice.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	unmarshal := func(data []byte, o interface{ Unmarshal([]byte) error }) any {
+		if err := o.Unmarshal(data); err != nil {
+			b.Fatal(err)
+		}
+		return o
+	}
+	decode := map[string]func() any{
+		"Service":              func() any { return unmarshal(svcData, &v1.Service{}) },
+		"EndpointSlice10":      func() any { return unmarshal(sliceData, &discoveryv1.EndpointSlice{}) },
+		"BenchService":         func() any { return unmarshal(benchSvcData, &v1.Service{}) },
+		"BenchEndpointSlice10": func() any { return unmarshal(benchSliceData, &discoveryv1.EndpointSlice{}) },
+	}
+	for _, kind := range []string{"Service", "EndpointSlice10", "BenchService", "BenchEndpointSlice10"} {
 		for _, trim := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/trimmed=%v", kind, trim), func(b *testing.B) {
 				for range b.N {
@@ -428,6 +433,47 @@ func BenchmarkCachedBytes(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchProxyObjects are one Service and its slice as bench/proxy creates
+// them, with what the API server adds (UID, resource version, creation
+// time, managed fields, the defaulted spec).
+func benchProxyObjects() (*v1.Service, *discoveryv1.EndpointSlice) {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name: name, Namespace: "bench", UID: "0b6f2c3e-5a7d-4e0a-9a57-3c1f7e2d9b10", ResourceVersion: "123456",
+			CreationTimestamp: created,
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: "proxy", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &created,
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:clusterIP":{},"f:ports":{".":{},"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{},"f:targetPort":{}}},"f:selector":{},"f:sessionAffinity":{},"f:type":{}}}`)},
+			}},
+		}
+	}
+	svc := &v1.Service{
+		ObjectMeta: meta("svc-01234"),
+		Spec: v1.ServiceSpec{
+			Type: v1.ServiceTypeClusterIP, ClusterIP: "10.96.5.210", ClusterIPs: []string{"10.96.5.210"},
+			IPFamilies: []v1.IPFamily{v1.IPv4Protocol}, IPFamilyPolicy: new(v1.IPFamilyPolicySingleStack),
+			Selector:        map[string]string{"app": "svc-01234"},
+			SessionAffinity: v1.ServiceAffinityNone, InternalTrafficPolicy: new(v1.ServiceInternalTrafficPolicyCluster),
+			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  meta("svc-01234-bench"),
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: new("http"), Protocol: new(v1.ProtocolTCP), Port: new(int32(8080))}},
+	}
+	slice.Labels = map[string]string{discoveryv1.LabelServiceName: "svc-01234", discoveryv1.LabelManagedBy: "bench.nodenet.io"}
+	slice.Annotations = map[string]string{v1.EndpointsLastChangeTriggerTime: "2026-11-27T16:20:16.487455123Z"}
+	for j := range 10 {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{fmt.Sprintf("100.64.48.%d", 30+j)},
+			Conditions: discoveryv1.EndpointConditions{Ready: new(true)},
+			NodeName:   new(fmt.Sprintf("node-%d", j)),
+		})
+	}
+	return svc, slice
 }
 
 func heapInUse() uint64 {
