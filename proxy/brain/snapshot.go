@@ -3,7 +3,6 @@ package brain
 import (
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -116,14 +115,9 @@ func (b *Brain) takeChanges(full bool) ([]input, *computer, Changes, []*discover
 		if in.svc == nil {
 			continue
 		}
-		bySlice := b.slices[name]
-		in.slices = make([]*discoveryv1.EndpointSlice, 0, len(bySlice))
-		for _, s := range bySlice {
-			in.slices = append(in.slices, s)
-		}
-		if len(in.slices) > 1 {
-			slices.SortFunc(in.slices, func(x, y *discoveryv1.EndpointSlice) int { return strings.Compare(x.Name, y.Name) })
-		}
+		// A copy: the handlers change b.slices while the Snapshot
+		// computes without b.mu.
+		in.slices = slices.Clone(b.slices[name])
 	}
 
 	changes := Changes{ServiceChanges: len(b.svcPending), EndpointChanges: b.epPending, TriggerTimes: b.triggerTimes}
