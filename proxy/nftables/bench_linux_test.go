@@ -237,6 +237,17 @@ func selfCPU() (user, sys time.Duration) {
 	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
+// reportCPU reports, when the returned func runs, the user and system
+// CPU per op since reportCPU ran.
+func reportCPU(b *testing.B) func() {
+	u0, s0 := selfCPU()
+	return func() {
+		u1, s1 := selfCPU()
+		b.ReportMetric((u1-u0).Seconds()/float64(b.N), "user-cpu-s/op")
+		b.ReportMetric((s1-s0).Seconds()/float64(b.N), "sys-cpu-s/op")
+	}
+}
+
 // childCPU is the user and system time of the children waited for.
 func childCPU() time.Duration {
 	var ru syscall.Rusage
@@ -265,6 +276,7 @@ func kernelTable10k(b *testing.B) (netns.NsHandle, *Backend, *proxy.State) {
 // services × 10 endpoints: a partial sync.
 func BenchmarkKernelAddOneServiceAt10k(b *testing.B) {
 	ns, be, s := kernelTable10k(b)
+	defer reportCPU(b)()
 	i := 10000
 	for b.Loop() {
 		sp := benchPort(i, 10)
@@ -283,6 +295,7 @@ func BenchmarkKernelAddOneServiceAt10k(b *testing.B) {
 // table of 10k services × 10 endpoints (and removes it the next round).
 func BenchmarkKernelOneEndpointAt10k(b *testing.B) {
 	ns, be, s := kernelTable10k(b)
+	defer reportCPU(b)()
 	i := 0
 	for b.Loop() {
 		sp := benchPort(i%10000, 10)
@@ -356,6 +369,7 @@ func BenchmarkKernelRestartAt10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	runs := 0
+	defer reportCPU(b)()
 	for b.Loop() {
 		be, err := newKernelBackend(ns, benchOptions)
 		if err != nil {
