@@ -302,9 +302,12 @@ func (n *Node) Crictl(ctx context.Context, args ...string) (string, error) {
 	defer cancel()
 	full := append([]string{"--runtime-endpoint", "unix://" + n.ContainerdSocket,
 		"--image-endpoint", "unix://" + n.ContainerdSocket, "--timeout", "60s"}, args...)
-	out, err := exec.CommandContext(ctx, n.Cluster.Bins.Crictl, full...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, n.Cluster.Bins.Crictl, full...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr // warnings (no /etc/crictl.yaml) stay out of the output
+	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("%s: crictl %s: %w: %s", n.Name, strings.Join(args, " "), err, out)
+		return string(out), fmt.Errorf("%s: crictl %s: %w: %s%s", n.Name, strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out), nil
 }
