@@ -50,7 +50,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2/ktesting"
-	"sigs.k8s.io/knftables"
 
 	"github.com/vishvananda/netlink"
 
@@ -595,7 +594,6 @@ type serviceProxy struct {
 	opts    proxyOptions
 	brain   *brain.Brain
 	backend *nftables.Backend
-	nft     knftables.Interface
 	synced  bool
 	// objects are the objects the brain saw last, by kind and name: what
 	// a restarted agent reads from the apiserver.
@@ -643,28 +641,24 @@ func (e *serviceEnv) startProxy(t *testing.T) *serviceProxy {
 func newServiceProxy(t *testing.T, n *netnode.Node, opts proxyOptions) *serviceProxy {
 	t.Helper()
 	log := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))).WithValues("node", n.Name)
-	var inner knftables.Interface
+	// As the agent's: New opens the backend's netlink socket, here inside
+	// the node's namespace, and every sync goes through it.
+	var backend *nftables.Backend
 	err := n.Do(func() (err error) {
-		inner, err = knftables.New(knftables.InetFamily, nftables.TableName, knftables.UseNetlink)
+		backend, err = nftables.New(nftables.Options{
+			Families:          opts.families,
+			LocalTrafficCIDRs: opts.localTraffic,
+			ServiceCIDRs:      opts.serviceCIDRs,
+			Conntrack:         nsFlusher{inner: conntrack.New(conntrack.Options{Logger: log}), ns: n.NS},
+			Logger:            log,
+		})
 		return err
-	})
-	if err != nil {
-		t.Fatalf("knftables in %s: %v", n.Name, err)
-	}
-	nft := nsNFT{Interface: inner, ns: n.NS}
-	backend, err := nftables.New(nftables.Options{
-		NFT:               nft,
-		Families:          opts.families,
-		LocalTrafficCIDRs: opts.localTraffic,
-		ServiceCIDRs:      opts.serviceCIDRs,
-		Conntrack:         nsFlusher{inner: conntrack.New(conntrack.Options{Logger: log}), ns: n.NS},
-		Logger:            log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &serviceProxy{
-		owner: t, node: n, opts: opts, backend: backend, nft: nft, objects: map[string]any{},
+		owner: t, node: n, opts: opts, backend: backend, objects: map[string]any{},
 		brain: brain.New(brain.Options{NodeName: n.Name, Families: opts.families, Logger: log}),
 	}
 }
@@ -738,45 +732,6 @@ func dump(ctx context.Context, n *netnode.Node, cmd string, args ...string) stri
 		return fmt.Sprintf("%v: %s", err, out)
 	}
 	return out
-}
-
-// nsNFT runs every nft command inside ns, whichever goroutine asks.
-type nsNFT struct {
-	knftables.Interface
-	ns *netnode.NS
-}
-
-func (n nsNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
-	return n.ns.Do(func() error { return n.Interface.Run(ctx, tx) })
-}
-
-func (n nsNFT) Check(ctx context.Context, tx *knftables.Transaction) error {
-	return n.ns.Do(func() error { return n.Interface.Check(ctx, tx) })
-}
-
-func (n nsNFT) ListAll(ctx context.Context) (m map[string][]string, err error) {
-	err = n.ns.Do(func() error { m, err = n.Interface.ListAll(ctx); return err })
-	return m, err
-}
-
-func (n nsNFT) List(ctx context.Context, objectType string) (l []string, err error) {
-	err = n.ns.Do(func() error { l, err = n.Interface.List(ctx, objectType); return err })
-	return l, err
-}
-
-func (n nsNFT) ListRules(ctx context.Context, chain string) (r []*knftables.Rule, err error) {
-	err = n.ns.Do(func() error { r, err = n.Interface.ListRules(ctx, chain); return err })
-	return r, err
-}
-
-func (n nsNFT) ListElements(ctx context.Context, objectType, name string) (e []*knftables.Element, err error) {
-	err = n.ns.Do(func() error { e, err = n.Interface.ListElements(ctx, objectType, name); return err })
-	return e, err
-}
-
-func (n nsNFT) ListCounters(ctx context.Context) (c []*knftables.Counter, err error) {
-	err = n.ns.Do(func() error { c, err = n.Interface.ListCounters(ctx); return err })
-	return c, err
 }
 
 // nsFlusher flushes the conntrack table of ns.
