@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -190,6 +191,10 @@ func openNetlink() (*nlSocket, error) {
 	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
 	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
 	s := &nlSocket{fd: fd, seq: uint32(time.Now().Unix())}
+	// A Backend has no Close (proxy.Backend is used for the life of the
+	// process); a discarded one (tests, restarts in-process) frees its
+	// socket when collected.
+	runtime.AddCleanup(s, func(fd int) { unix.Close(fd) }, fd)
 	return s, nil
 }
 
