@@ -93,6 +93,12 @@ func (c *Cluster) newNode(t netnode.TB, i int, name string) *Node {
 			t.Fatalf("kubenode: %s: install %s: %v", name, dst, err)
 		}
 	}
+	// A real node has a default route; without one, the node's own
+	// connections to a ClusterIP fail at the route lookup, before any
+	// service proxy's DNAT (kube-proxy needs it too).
+	if out, err := n.Run(t.Context(), "ip", "route", "replace", "default", "via", c.Env.HostIP.String()); err != nil {
+		t.Fatalf("kubenode: %s: default route: %v: %s", name, err, out)
+	}
 	if err := makeCgroupRoot(n.CgroupRoot); err != nil {
 		t.Fatalf("kubenode: %s: %v", name, err)
 	}
