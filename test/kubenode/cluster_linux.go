@@ -202,7 +202,12 @@ func (c *Cluster) startAPIServer(t netnode.TB) {
 		ServiceClusterIPRange:   ServiceCIDR,
 		TempDir:                 c.Dir,
 		ServiceAccountAdmission: true,
-		ExtraAPIServerArgs:      []string{"--endpoint-reconciler-type=lease"},
+		ExtraAPIServerArgs: []string{
+			"--endpoint-reconciler-type=lease",
+			// Node names resolve nowhere here: reach kubelet (logs,
+			// exec) at its InternalIP.
+			"--kubelet-preferred-address-types=InternalIP,Hostname",
+		},
 	})
 	if err != nil {
 		t.Fatalf("kubenode: start apiserver: %v", err)
