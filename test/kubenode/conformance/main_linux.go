@@ -218,8 +218,16 @@ func runLogged(ctx context.Context, cmdline []string, logPath, kubeconfig string
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	w := io.MultiWriter(log, os.Stdout)
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd.Run()
+	// ginkgo runs e2e.test processes of its own: a process group lets an
+	// interrupt reach them all, and nothing outlives the run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = 30 * time.Second
+	err = cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return err
 }
 
 // versions lists what ran, each binary asked for its own version.
