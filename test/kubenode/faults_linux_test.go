@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +69,10 @@ func TestFaults(t *testing.T) {
 			if !node.PodCIDR.Contains(netip.MustParseAddr(p.Status.PodIP)) {
 				t.Errorf("pod %s has %s, outside %s", name, p.Status.PodIP, node.PodCIDR)
 			}
+		}
+		if log, err := os.ReadFile(filepath.Join(node.Dir, "kubelet.log")); err == nil {
+			t.Logf("sandbox creations kubelet saw fail while the agent was down: %d",
+				strings.Count(string(log), "CreatePodSandbox for pod failed"))
 		}
 		// The store holds exactly the running pods' addresses: a failed
 		// ADD left nothing behind.
