@@ -63,6 +63,7 @@ func (e *encodeOnly) run(_ context.Context, tx *txn) error {
 	tx.enc.flushGroups()
 	tx.enc.b.finish()
 	e.bytes, e.msgs = tx.enc.b.bytes(), tx.enc.b.n
+	tx.enc.b.release()
 	tx.enc = nil
 	return nil
 }

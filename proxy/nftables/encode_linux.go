@@ -71,13 +71,15 @@ func (n *netlinkTransport) newTxn() *txn {
 }
 
 func (n *netlinkTransport) run(ctx context.Context, tx *txn) error {
+	e := tx.enc
 	if tx.err != nil {
+		e.b.release()
 		return tx.err
 	}
-	e := tx.enc
 	e.flushGroups()
 	e.b.finish()
 	err := n.sock.send(ctx, e.b)
+	e.b.release()
 	tx.enc = nil // the batch's buffers go with it
 	return err
 }
