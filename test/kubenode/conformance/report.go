@@ -55,14 +55,21 @@ func parseJUnit(r io.Reader, focus *regexp.Regexp, skips []Skip) ([]Result, erro
 			if !focus.MatchString(c.Name) {
 				continue
 			}
-			res := Result{Name: c.Name, Time: time.Duration(c.Time * float64(time.Second))}
+			res := Result{Name: strings.TrimPrefix(c.Name, "[It] "), Time: time.Duration(c.Time * float64(time.Second))}
 			switch {
-			case c.Failure != nil || c.Error != nil || c.Status == "failed" || c.Status == "panicked" || c.Status == "timedout":
+			case c.Failure != nil || c.Error != nil || c.Status == "failed" || c.Status == "panicked" ||
+				c.Status == "timedout" || c.Status == "interrupted":
 				res.Status = "failed"
-				if c.Failure != nil {
+				switch {
+				case c.Failure != nil && c.Failure.Message != "":
 					res.Reason = c.Failure.Message
-				} else if c.Error != nil {
+				case c.Failure != nil:
+					// ginkgo puts the failure in the element's text.
+					res.Reason = strings.TrimPrefix(strings.TrimSpace(c.Failure.Text), "[FAILED] ")
+				case c.Error != nil:
 					res.Reason = c.Error.Message
+				default:
+					res.Reason = c.Status
 				}
 			case c.Skipped != nil || c.Status == "skipped" || c.Status == "pending":
 				res.Status = "skipped"

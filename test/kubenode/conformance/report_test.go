@@ -9,9 +9,9 @@ import (
 const sampleJUnit = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="4" disabled="0" errors="0" failures="1" time="10">
   <testsuite name="Kubernetes e2e suite" package="/" tests="4">
-    <testcase name="[sig-network] Services should serve a basic endpoint from pods  [Conformance]" classname="Kubernetes e2e suite" status="passed" time="12.5"></testcase>
+    <testcase name="[It] [sig-network] Services should serve a basic endpoint from pods  [Conformance]" classname="Kubernetes e2e suite" status="passed" time="12.5"></testcase>
     <testcase name="[sig-network] DNS should provide DNS for services  [Conformance]" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
-    <testcase name="[sig-network] Services should be able to change the type from ExternalName to NodePort [Conformance]" classname="Kubernetes e2e suite" status="failed" time="30"><failure message="timed out&#xA;waiting" type="failed">details</failure></testcase>
+    <testcase name="[sig-network] Services should be able to change the type from ExternalName to NodePort [Conformance]" classname="Kubernetes e2e suite" status="failed" time="30"><failure message="" type="failed">[FAILED] timed out&#xA;In [It] at: service.go:1</failure></testcase>
     <testcase name="[sig-storage] ConfigMap should be consumable [Conformance]" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
   </testsuite>
 </testsuites>`
