@@ -66,7 +66,10 @@
 // # What is not done, and why
 //
 //   - Localhost: connecting to 127.0.0.1:hostPort or [::1]:hostPort from
-//     the node doesn't reach the pod. A DNATed packet from a loopback source
+//     the node doesn't reach the pod when the connection's source is
+//     loopback too (from one of the node's own addresses, 127.0.0.1 is
+//     mapped like any hostIP: upstream's HostPort conformance spec checks
+//     exactly that). A DNATed packet from a loopback source
 //     can't leave the node unless route_localnet is set on the way out (and
 //     there is no IPv6 equivalent at all); route_localnet lets neighbours
 //     reach the node's localhost-only services (CVE-2020-8558), and

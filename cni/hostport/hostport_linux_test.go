@@ -242,7 +242,7 @@ add rule inet nodenet-hostport hostports dnat ip to ip daddr . meta l4proto . th
 add rule inet nodenet-hostport hostports meta nfproto ipv4 dnat ip to meta l4proto . th dport map @hostports-v4
 add rule inet nodenet-hostport hostports dnat ip6 to ip6 daddr . meta l4proto . th dport map @hostip-hostports-v6
 add rule inet nodenet-hostport hostports meta nfproto ipv6 dnat ip6 to meta l4proto . th dport map @hostports-v6
-add rule inet nodenet-hostport output ip daddr 127.0.0.0/8 return
+add rule inet nodenet-hostport output ip saddr 127.0.0.0/8 ip daddr 127.0.0.0/8 return
 add rule inet nodenet-hostport output ip6 daddr ::1 return
 add rule inet nodenet-hostport output fib daddr type local jump hostports
 add rule inet nodenet-hostport postrouting meta mark & 0x2000 == 0 return

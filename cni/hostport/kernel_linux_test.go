@@ -226,8 +226,17 @@ func (n *testNet) serve(t testing.TB) {
 // dialTCP connects from netns from to dst and returns the address the pod
 // saw the connection come from.
 func dialTCP(from ns.NetNS, dst netip.AddrPort) (seenAs string, err error) {
+	return dialTCPFrom(from, netip.Addr{}, dst)
+}
+
+// dialTCPFrom is dialTCP from source address src (any when invalid).
+func dialTCPFrom(from ns.NetNS, src netip.Addr, dst netip.AddrPort) (seenAs string, err error) {
 	err = from.Do(func(ns.NetNS) error {
-		c, err := net.DialTimeout("tcp", dst.String(), 2*time.Second)
+		d := net.Dialer{Timeout: 2 * time.Second}
+		if src.IsValid() {
+			d.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
+		}
+		c, err := d.Dial("tcp", dst.String())
 		if err != nil {
 			return err
 		}
@@ -343,7 +352,16 @@ func TestKernel(t *testing.T) {
 			reaches(t, n.pod, hp(nodeIP6, 30080), gateway6)
 		})
 	}
-	t.Run("localhost is not a hostPort", func(t *testing.T) {
+	t.Run("the node reaches a hostPort on 127.0.0.1 from its own address, as upstream's HostPort spec does", func(t *testing.T) {
+		seen, err := dialTCPFrom(n.node, nodeIP, hp(netip.MustParseAddr("127.0.0.1"), 30080))
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if seen != nodeIP.String() {
+			t.Errorf("the pod saw the connection come from %s, want %s", seen, nodeIP)
+		}
+	})
+	t.Run("localhost from localhost is not a hostPort", func(t *testing.T) {
 		fails(t, n.node, hp(netip.MustParseAddr("127.0.0.1"), 30080))
 		fails(t, n.node, hp(netip.IPv6Loopback(), 30080))
 	})

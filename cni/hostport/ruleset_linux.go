@@ -63,9 +63,12 @@ func (r ruleset) ensure(tx *knftables.Transaction) {
 	}
 
 	rule(chainPrerouting, "fib daddr type local jump %s", chainHostPorts)
-	// Loopback destinations are left alone: a DNATed packet from 127.0.0.1
-	// or ::1 can't leave the node (see doc.go).
-	rule(chainOutput, "ip daddr 127.0.0.0/8 return")
+	// Loopback destinations from a loopback source are left alone: a
+	// DNATed packet from 127.0.0.1 or ::1 can't leave the node (see
+	// doc.go). From one of the node's own addresses (curl --interface
+	// NODE_IP http://127.0.0.1:PORT, as upstream's HostPort conformance
+	// spec connects) 127.0.0.1 is a hostIP like any other.
+	rule(chainOutput, "ip saddr 127.0.0.0/8 ip daddr 127.0.0.0/8 return")
 	rule(chainOutput, "ip6 daddr ::1 return")
 	rule(chainOutput, "fib daddr type local jump %s", chainHostPorts)
 
