@@ -43,6 +43,7 @@ func main() {
 	procs := flag.Int("procs", 3, "parallel ginkgo processes (with NODENET_GINKGO)")
 	focus := flag.String("focus", defaultFocus, "which specs")
 	timeout := flag.Duration("timeout", 90*time.Minute, "bound on the e2e run")
+	note := flag.String("note", "", "what of the environment differs from the build scripts' (goes into the report)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,7 +58,7 @@ func main() {
 	}
 	var failed bool
 	err := cluster.RunProgram(ctx, os.Stderr, func(p *cluster.Program) {
-		failed = run(p, config{bin: *bin, nodes: *nodes, out: *out, work: *work, procs: *procs, focus: *focus, timeout: *timeout})
+		failed = run(p, config{bin: *bin, nodes: *nodes, out: *out, work: *work, procs: *procs, focus: *focus, timeout: *timeout, note: *note})
 	})
 	fmt.Fprintf(os.Stderr, "conformance: logs in %s\n", *work)
 	if err != nil {
@@ -70,7 +71,7 @@ func main() {
 }
 
 type config struct {
-	bin, out, work, focus string
+	bin, out, work, focus, note string
 	nodes, procs          int
 	timeout               time.Duration
 }
@@ -170,6 +171,7 @@ func run(p *cluster.Program, cfg config) bool {
 		Skips:    skips,
 		Verbs:    verbs,
 		Notes:    notes,
+		EnvNote:  cfg.note,
 	}
 	pass, fail, skip := Counts(results)
 	p.Logf("conformance: %d specs: %d passed, %d failed, %d skipped", len(results), pass, fail, skip)

@@ -154,6 +154,9 @@ type Report struct {
 	Verbs map[string]int
 	// Notes are explanations of failures, by spec name fragment.
 	Notes map[string]string
+	// EnvNote says what of the environment differs from make
+	// conformance's own build (-note).
+	EnvNote string
 }
 
 // Markdown renders the report.
@@ -170,6 +173,9 @@ func (r Report) Markdown() string {
 	b.WriteString("One machine, as root: etcd + kube-apiserver, kube-controller-manager (Node IPAM, EndpointSlices, service accounts, ...) and kube-scheduler in the root network namespace; each node a network namespace on an underlay bridge running containerd + runc, kubelet and nodenet-agent, the node's only CNI and only service proxy (no kube-proxy). See test/kubenode's package doc.\n\n")
 	for _, v := range r.Versions {
 		fmt.Fprintf(&b, "- %s\n", v)
+	}
+	if r.EnvNote != "" {
+		b.WriteString("\nEnvironment note: " + r.EnvNote + "\n")
 	}
 	b.WriteString("\nCommand (what `make conformance` ran):\n\n```\n" + r.Command + "\n```\n\n")
 	if len(r.Verbs) > 0 {
