@@ -72,8 +72,8 @@ func main() {
 
 type config struct {
 	bin, out, work, focus, note string
-	nodes, procs          int
-	timeout               time.Duration
+	nodes, procs                int
+	timeout                     time.Duration
 }
 
 // run returns whether any spec failed.
