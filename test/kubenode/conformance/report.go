@@ -198,7 +198,7 @@ func (r Report) Markdown() string {
 	for _, res := range r.Results {
 		note := res.Reason
 		for frag, n := range r.Notes {
-			if strings.Contains(res.Name, frag) {
+			if res.Status == "failed" && strings.Contains(res.Name, frag) {
 				note = strings.TrimSpace(note + " " + n)
 			}
 		}
