@@ -179,12 +179,14 @@ func (sp *ServicePort) UsesExternalFrontends() bool {
 // Endpoint is one backend address of a service port, with its target port
 // already resolved (named ports resolve per endpoint).
 type Endpoint struct {
-	IP   netip.Addr
-	Port uint16
+	IP netip.Addr
 	// NodeName is the endpoint's node ("" when the slice doesn't say).
 	NodeName string
 	// Zone is the endpoint's zone ("" when the slice doesn't say).
 	Zone string
+	// Port comes after the strings so it packs with the flags: 64 bytes,
+	// not 72, times every endpoint of every service held (issue 16).
+	Port uint16
 	// Local is true when the endpoint is on this node.
 	Local bool
 	// Ready, Serving and Terminating are the EndpointSlice conditions, with
