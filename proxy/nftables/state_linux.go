@@ -148,11 +148,11 @@ type tableBuild struct {
 // writes the table into it (after the skeleton the caller wrote); with
 // names it also collects the names of every object.
 func (b *Backend) buildTable(state *proxy.State, tx *txn, names bool) *tableBuild {
-	size := 0
-	for _, sp := range state.ServicePorts {
-		size += 3 + len(sp.InternalEndpoints) + len(sp.ExternalIPs) + len(sp.LoadBalancerIPs)
-	}
-	t := &tableBuild{reg: newRegistry(size), picks: map[string]int{}, fp: b.skeletonFP}
+	// The registry grows as it fills: sized up front for 120k elements a
+	// map takes 256 tables of 1024 slots at once, twice what growing
+	// leaves, and that peak of live heap raised the GC goal by ~14 MiB
+	// at 10k×10 (BenchmarkFirstSyncMemory10kx10; issue 16).
+	t := &tableBuild{reg: newRegistry(0), picks: map[string]int{}, fp: b.skeletonFP}
 	for key := range state.ServicePorts {
 		if sp := b.wanted(state, key); sp != nil {
 			t.ports = append(t.ports, &portState{owner: key.String(), sp: sp})
