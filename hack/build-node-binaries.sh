@@ -208,7 +208,7 @@ build_cni() {
 # (`nc -u`, `nc -v -t`: busybox's nc has neither), dig/nslookup/host and
 # getent (the DNS probes). They are dynamic, so each goes in with the
 # libraries `ldd` names, at the same paths.
-GLIBC_TOOLS=(/usr/bin/curl /usr/bin/nc.openbsd /usr/bin/dig /usr/bin/nslookup /usr/bin/host /usr/bin/getent)
+GLIBC_TOOLS=(/usr/bin/curl /usr/bin/nc.openbsd /usr/bin/dig /usr/bin/nslookup /usr/bin/host /usr/bin/getent /bin/dash)
 GLIBC_PACKAGES=(busybox-static curl netcat-openbsd bind9-dnsutils libc-bin)
 
 # The images directory is keyed by everything that goes into the images: the
@@ -259,6 +259,10 @@ glibc_args() {
 	done
 	# OpenBSD nc is "nc" in the image, ahead of busybox's on PATH.
 	echo "-link=/usr/bin/nc=nc.openbsd"
+	# /bin/sh is dash: BusyBox's shell runs its own applets ahead of PATH,
+	# so `sh -c "nc -u ..."` (the e2e probes) would get BusyBox's nc, which
+	# has no -u, -t or -v.
+	echo "-link=/bin/sh=dash"
 	for lib in $(ldd "${GLIBC_TOOLS[@]}" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $2 ~ /^\(/ { print $1 }' | sort -u); do
 		echo "-file=$(readlink -f "$lib")=$lib"
 	done
@@ -294,7 +298,7 @@ build_images() {
 		-file="$scratch/out/pause=/pause" -entrypoint=/pause -user=65535:65535
 	local bb bbglibc glibc
 	mapfile -t bb < <(busybox_args)
-	mapfile -t bbglibc < <(busybox_args "nc nslookup")
+	mapfile -t bbglibc < <(busybox_args "nc nslookup sh")
 	mapfile -t glibc < <(glibc_args)
 	# busybox: test/images/busybox is plain busybox for Linux.
 	"$imgbuild" -o "$img/busybox.tar" -tag="$BUSYBOX_REF" "${bb[@]}" -cmd=sh
