@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -64,16 +63,7 @@ func Get(ctx context.Context, from *netnode.NS, dst netip.AddrPort) (Answer, err
 	if from != nil {
 		where = from.Name
 	}
-	tr := &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			if from == nil {
-				var d net.Dialer
-				return d.DialContext(ctx, "tcp", dst.String())
-			}
-			return from.Dial(ctx, dst.Addr(), int(dst.Port()))
-		},
-	}
+	tr := netnode.HTTPTransport(from, dst)
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+dst.String()+"/", nil)
 	if err != nil {

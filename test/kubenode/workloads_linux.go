@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -137,16 +136,7 @@ func HTTPService(name string, typ corev1.ServiceType, labels map[string]string) 
 func HTTPGet(ctx context.Context, from *netnode.NS, dst netip.AddrPort, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	tr := &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			if from == nil {
-				var d net.Dialer
-				return d.DialContext(ctx, "tcp", dst.String())
-			}
-			return from.Dial(ctx, dst.Addr(), int(dst.Port()))
-		},
-	}
+	tr := netnode.HTTPTransport(from, dst)
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+dst.String()+path, nil)
 	if err != nil {

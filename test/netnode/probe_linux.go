@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"time"
@@ -70,6 +71,23 @@ func (ns *NS) Dial(ctx context.Context, dst netip.Addr, port int) (net.Conn, err
 		return err
 	})
 	return c, err
+}
+
+// HTTPTransport is an HTTP transport whose every request opens a new TCP
+// connection to dst from inside from (nil: the root namespace), whatever
+// the request's URL says: one connection per request, so each request is
+// a new flow through the proxy.
+func HTTPTransport(from *NS, dst netip.AddrPort) *http.Transport {
+	return &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			if from == nil {
+				var d net.Dialer
+				return d.DialContext(ctx, "tcp", dst.String())
+			}
+			return from.Dial(ctx, dst.Addr(), int(dst.Port()))
+		},
+	}
 }
 
 // TCPExchange listens on port in server, connects from client to dst:port
