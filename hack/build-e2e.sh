@@ -68,25 +68,20 @@ build_e2e_test() {
 	log "e2e.test built in $((SECONDS - start))s: $E2E_TEST"
 }
 
-build_ginkgo() {
+# build_tool NAME MODULE_PKG VERSION DEST builds a main package with
+# `go install` from the module proxy (neither needs a replace block).
+build_tool() {
+	local name=$1 pkg=$2 version=$3 dest=$4
 	new_scratch
 	local start=$SECONDS
-	log "building ginkgo $GINKGO_VERSION in $scratch"
-	(cd "$scratch" && GOBIN=$scratch go install -trimpath -ldflags "-s -w" \
-		"github.com/onsi/ginkgo/v2/ginkgo@$GINKGO_VERSION")
-	install_binary "$scratch/ginkgo" "$GINKGO"
-	log "ginkgo built in $((SECONDS - start))s: $GINKGO"
+	log "building $name $version in $scratch"
+	(cd "$scratch" && GOBIN=$scratch go install -trimpath -ldflags "-s -w" "$pkg@$version")
+	install_binary "$scratch/$name" "$dest"
+	log "$name built in $((SECONDS - start))s: $dest"
 }
 
-build_coredns() {
-	new_scratch
-	local start=$SECONDS
-	log "building coredns $COREDNS_VERSION in $scratch"
-	(cd "$scratch" && GOBIN=$scratch go install -trimpath -ldflags "-s -w" \
-		"github.com/coredns/coredns@$COREDNS_VERSION")
-	install_binary "$scratch/coredns" "$COREDNS"
-	log "coredns built in $((SECONDS - start))s: $COREDNS"
-}
+build_ginkgo() { build_tool ginkgo github.com/onsi/ginkgo/v2/ginkgo "$GINKGO_VERSION" "$GINKGO"; }
+build_coredns() { build_tool coredns github.com/coredns/coredns "$COREDNS_VERSION" "$COREDNS"; }
 
 # Not the shared lock: e2e.test, ginkgo and coredns are made by no other
 # script, so this can build while kube-apiserver does.
