@@ -14,12 +14,37 @@ PKGS     := ./...
 # all, from a Windows build) run.
 WINE_PKGS := ./hns/ ./overlay/hostroute/ ./overlay/hnsnet/
 
-.PHONY: all build cross test test-unit test-windows deps lint fmt clean
+.PHONY: all build cross test test-unit test-windows deps lint fmt clean image image-check
 
 all: build
 
+# The version every binary reports (nodenetctl status, the image label).
+VERSION ?= $(shell git describe --always --dirty --tags 2>/dev/null || echo devel)
+LDFLAGS := -X github.com/nodenet/nodenet/internal/version.linked=$(VERSION)
+
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# The Linux image, without Docker or a registry (hack/mkimage): an OCI
+# archive holding an index for linux/amd64 and linux/arm64 of static
+# binaries. The same commit gives the same digest, written beside it.
+# IMAGE names it; deploy/README.md says how to push it to a registry.
+IMAGE ?= ghcr.io/nodenet/nodenet:$(VERSION)
+IMAGE_ARCHIVE ?= $(BIN)/nodenet-image.tar
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+image:
+	@mkdir -p $(BIN)
+	$(GO) run ./hack/mkimage -o $(IMAGE_ARCHIVE) -image $(IMAGE) -version $(VERSION) -platforms $(IMAGE_PLATFORMS)
+
+# Builds the image twice, the second time with an empty Go build cache,
+# and fails unless both digests are equal.
+image-check:
+	@mkdir -p $(BIN)
+	$(GO) run ./hack/mkimage -o $(BIN)/image-check-1.tar -image $(IMAGE) -version $(VERSION) -platforms $(IMAGE_PLATFORMS)
+	GOCACHE=$$(mktemp -d) && trap 'rm -rf $$GOCACHE' EXIT && GOCACHE=$$GOCACHE \
+		$(GO) run ./hack/mkimage -o $(BIN)/image-check-2.tar -image $(IMAGE) -version $(VERSION) -platforms $(IMAGE_PLATFORMS)
+	@a=$$(cat $(BIN)/image-check-1.tar.digest); b=$$(cat $(BIN)/image-check-2.tar.digest); \
+		echo "first $$a"; echo "second $$b"; test "$$a" = "$$b"
 
 cross:
 	GOOS=windows GOARCH=amd64 $(GO) build -o $(BIN)/windows/ ./cmd/...
@@ -34,7 +59,8 @@ test: deps test-unit test-windows
 # The real-node tests (test/kubenode: kubelet, containerd, runc, images)
 # find their binaries in the environment; the build script caches them
 # (minutes once, then a second) and prints their paths.
-NODE_ENV = set -a && eval "$$(bash hack/build-node-binaries.sh --print-env)" && set +a &&
+NODE_ENV = set -a && eval "$$(bash hack/build-node-binaries.sh --print-env)" && \
+	eval "$$(bash hack/build-kubectl.sh --print-env)" && set +a &&
 
 test-unit:
 	$(NODE_ENV) $(GO) test -race -count=1 $(PKGS)
@@ -106,6 +132,9 @@ config-reference:
 # writes docs/conformance.md. Needs root; builds everything it runs first
 # (long once, then cached).
 CONFORMANCE_NODES ?= 2
+# install: nodenet through its DaemonSet (make image + kubectl apply -k);
+# process: agent processes the harness starts, for debugging.
+CONFORMANCE_MODE ?= install
 .PHONY: conformance
 conformance: build
 	bash hack/install-deps.sh --packages-only
@@ -117,4 +146,39 @@ conformance: build
 		eval "$$(bash hack/build-node-binaries.sh --print-env)" && \
 		eval "$$(bash hack/build-e2e.sh --print-env)" && \
 		eval "$$(bash hack/build-kubectl.sh --print-env)" && set +a && \
-		$(GO) run ./test/kubenode/conformance -bin $(BIN) -nodes $(CONFORMANCE_NODES) -out docs/conformance.md
+		$(GO) run ./test/kubenode/conformance -bin $(BIN) -nodes $(CONFORMANCE_NODES) -mode $(CONFORMANCE_MODE) -out docs/conformance.md
+
+# The wider judge: kube-proxy's own periodic sig-network job's specs
+# (ci-kubernetes-kind-network: every [sig-network] spec but its cloud,
+# IPv6, dual-stack and NetworkPolicy skips; 155 in e2e.test v1.37.1) on
+# the same two installed nodes, ginkgo in parallel. Writes
+# docs/conformance-network.md; about an hour on 2 cores.
+CONFORMANCE_PROCS ?= 4
+.PHONY: conformance-network
+conformance-network: build
+	bash hack/install-deps.sh --packages-only
+	bash hack/build-kube-binaries.sh
+	bash hack/build-node-binaries.sh
+	bash hack/build-e2e.sh
+	bash hack/build-kubectl.sh
+	set -a && eval "$$(bash hack/build-kube-binaries.sh --print-env)" && \
+		eval "$$(bash hack/build-node-binaries.sh --print-env)" && \
+		eval "$$(bash hack/build-e2e.sh --print-env)" && \
+		eval "$$(bash hack/build-kubectl.sh --print-env)" && set +a && \
+		$(GO) run ./test/kubenode/conformance -bin $(BIN) -nodes $(CONFORMANCE_NODES) -mode $(CONFORMANCE_MODE) \
+			-profile network -procs $(CONFORMANCE_PROCS) -timeout 150m -out docs/conformance-network.md
+
+# The agent's lifecycle under traffic through the DaemonSet on two real
+# nodes (test/kubenode TestInstall): rollout restart, upgrade to a second
+# image, the agent pod deleted during a burst of pod creations; writes
+# docs/lifecycle.md. make test runs the same test without the report.
+.PHONY: lifecycle
+lifecycle:
+	bash hack/install-deps.sh --packages-only
+	bash hack/build-kube-binaries.sh
+	bash hack/build-node-binaries.sh
+	bash hack/build-kubectl.sh
+	set -a && eval "$$(bash hack/build-kube-binaries.sh --print-env)" && \
+		eval "$$(bash hack/build-node-binaries.sh --print-env)" && \
+		eval "$$(bash hack/build-kubectl.sh --print-env)" && set +a && \
+		NODENET_LIFECYCLE_REPORT=$(CURDIR)/docs/lifecycle.md $(GO) test -count=1 -timeout 30m -run '^TestInstall$$' -v ./test/kubenode/

@@ -3,6 +3,7 @@ module github.com/nodenet/nodenet
 go 1.26.8
 
 require (
+	github.com/Microsoft/go-winio v0.6.4
 	github.com/Microsoft/hnslib v0.1.3
 	github.com/containernetworking/cni v1.3.1
 	github.com/containernetworking/plugins v1.9.1
@@ -35,7 +36,6 @@ require (
 )
 
 require (
-	github.com/Microsoft/go-winio v0.6.4 // indirect
 	github.com/alexflint/go-filemutex v1.3.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect

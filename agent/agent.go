@@ -19,6 +19,7 @@ import (
 	"github.com/nodenet/nodenet/config"
 	"github.com/nodenet/nodenet/hns"
 	"github.com/nodenet/nodenet/internal/apiwait"
+	"github.com/nodenet/nodenet/internal/version"
 	"github.com/nodenet/nodenet/overlay"
 	"github.com/nodenet/nodenet/proxy/healthcheck"
 	"github.com/nodenet/nodenet/proxy/hnslb"
@@ -61,6 +62,8 @@ type runtimeState struct {
 	proxier   *proxier.Proxier
 	proxyNode proxier.Node
 	health    *healthcheck.ProxyHealth
+	// sandboxes releases addresses no pod sandbox holds; nil when off.
+	sandboxes *cni.SandboxReconciler
 }
 
 // New checks opts and loads the config. Config problems are an error
@@ -86,7 +89,7 @@ func New(opts Options) (*Agent, error) {
 		opts.Logger = klog.Background()
 	}
 	if opts.Version == "" {
-		opts.Version = buildVersion()
+		opts.Version = version.Get()
 	}
 	a := &Agent{opts: opts, source: src, version: opts.Version}
 	loaded, err := LoadConfig(opts.ConfigFile, opts.Dataplane, opts.Getenv, opts.Hostname)
@@ -157,6 +160,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	reg := metrics.NewRegistry()
 	p.metrics = metrics.New(reg, proxier.Families(cfg)...)
 	p.metricsHandler = metrics.Handler(reg)
+	p.sandboxes, p.closeSandboxes, err = a.newSandboxReconciler(p.cni, reg)
+	if err != nil {
+		p.cniListener.Close()
+		p.statusListener.Close()
+		return err
+	}
+	defer p.closeSandboxes()
 	p.health = healthcheck.NewProxyHealth(healthcheck.ProxyHealthOptions{
 		HealthTimeout: 2 * cfg.SyncPeriod.Duration, Probes: p.metrics, Logger: log,
 	})
@@ -169,7 +179,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.mu.Lock()
-	a.rt.dp, a.rt.ctrl, a.rt.health = dp, p.ctrl, p.health
+	a.rt.dp, a.rt.ctrl, a.rt.health, a.rt.sandboxes = dp, p.ctrl, p.health, p.sandboxes
 	a.mu.Unlock()
 
 	a.start(ctx, g, p)
@@ -198,6 +208,10 @@ type parts struct {
 	ctrl                        *overlay.Controller
 	// networkReady is closed when the network is first ready.
 	networkReady chan struct{}
+	// sandboxes, if set, releases the CNI server's addresses that no pod
+	// sandbox holds; closeSandboxes drops its runtime connection.
+	sandboxes      *cni.SandboxReconciler
+	closeSandboxes func()
 }
 
 // openLocalServers builds the CNI server on the dataplane's wiring (it
@@ -300,6 +314,9 @@ func (a *Agent) start(ctx context.Context, g *group, p *parts) {
 		})
 	}
 	afterNetwork("conflist", func() error { return a.keepConflist(ctx) })
+	if p.sandboxes != nil {
+		afterNetwork("sandbox reconciler", func() error { return p.sandboxes.Run(ctx) })
+	}
 	if p.dp.podEgress != nil {
 		afterNetwork("pod egress", func() error { a.keepPodEgress(ctx, p.dp); return nil })
 	}

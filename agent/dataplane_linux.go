@@ -1,12 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
-	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -15,6 +11,7 @@ import (
 	"github.com/nodenet/nodenet/cni/hostport"
 	"github.com/nodenet/nodenet/cni/vethbridge"
 	"github.com/nodenet/nodenet/config"
+	"github.com/nodenet/nodenet/internal/nftnl"
 	"github.com/nodenet/nodenet/overlay/egress"
 	"github.com/nodenet/nodenet/overlay/linuxnet"
 	"github.com/nodenet/nodenet/proxy"
@@ -83,24 +80,36 @@ func newNFTablesBackend(in backendInputs) (proxy.Backend, error) {
 // dumpTables are the nftables tables the agent owns.
 var dumpTables = []string{nftables.TableName, hostport.DefaultTableName, egress.TableName}
 
-// dumpNFTables lists nodenet's nftables tables as `nft list table` does.
+// dumpNFTables lists nodenet's nftables tables over netlink, in the
+// agent's network namespace: per table its chains (hooks, rule counts,
+// rule comments), sets and maps with their elements (nftnl.Conn.Describe;
+// `nft list table` shows the rules themselves). It runs no nft: the
+// agent's image has none. A table that is missing or cannot be read is
+// said so in its section; the dump fails only when ctx ends.
 func dumpNFTables(ctx context.Context) ([]status.Section, error) {
 	var out []status.Section
 	for _, table := range dumpTables {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, "nft", "list", "table", "inet", table)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		var text string
-		if err := cmd.Run(); err != nil {
-			var exitErr *exec.ExitError
-			if !errors.As(err, &exitErr) {
-				return nil, fmt.Errorf("nft list table inet %s: %w", table, err)
+		text, err := describeTable(ctx, table)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			text = "(absent: " + strings.TrimSpace(stderr.String()) + ")\n"
-		} else {
-			text = stdout.String()
+			if nftnl.IsNotFound(err) {
+				text = "(absent)\n"
+			} else {
+				text = "(cannot list: " + err.Error() + ")\n"
+			}
 		}
 		out = append(out, status.Section{Title: "nftables table inet " + table, Text: text})
 	}
 	return out, nil
+}
+
+func describeTable(ctx context.Context, table string) (string, error) {
+	conn, err := nftnl.Open(table)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	return conn.Describe(ctx)
 }

@@ -21,7 +21,10 @@
 //     masquerade pod traffic leaving the cluster (overlay/egress, unless
 //     linux.masqueradePodEgress is false; kept every sync period), then the
 //     network is handed to the CNI server in memory and the conflist is
-//     written (from the same config); with network.podCIDRAllocation:
+//     written (from the same config), and the CNI server's allocations
+//     start being compared with the runtime's pod sandboxes
+//     (cni.runtimeEndpoint; those no sandbox holds for
+//     cni.orphanGracePeriod are released); with network.podCIDRAllocation:
 //     agent, every agent also runs for the Lease nodenet-pod-cidr-allocator
 //     in its namespace (POD_NAMESPACE, else the service account's, else
 //     nodenet-system) and the leader sets Nodes' pod CIDRs (ipam/nodecidr);

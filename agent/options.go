@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
 	"k8s.io/klog/v2"
 
@@ -87,21 +86,4 @@ type Options struct {
 	Hostname func() (string, error)
 	// Logger defaults to klog.Background().
 	Logger klog.Logger
-}
-
-// buildVersion is the main module's version, or its VCS revision.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			return s.Value
-		}
-	}
-	return "devel"
 }

@@ -29,9 +29,10 @@ func (a *Agent) Status(ctx context.Context) status.Status {
 			Name: cfg.Network.Name,
 		},
 		CNI: status.CNIStatus{
-			SocketPath:   cfg.CNI.SocketPath,
-			ConflistPath: conflistPath(cfg.CNI.ConfDir, cfg.CNI.ConflistName),
-			Ready:        rt.cniReady,
+			SocketPath:    cfg.CNI.SocketPath,
+			ConflistPath:  conflistPath(cfg.CNI.ConfDir, cfg.CNI.ConflistName),
+			Ready:         rt.cniReady,
+			OrphanRelease: a.orphanReleaseStatus(rt.sandboxes),
 		},
 		Proxy: status.ProxyStatus{
 			Backend: a.opts.Dataplane.ProxyBackend(),

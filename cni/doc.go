@@ -8,6 +8,10 @@
 // reachable → 11, try again later); the server owns IPAM (ipam) and the
 // pod wiring (Wiring: cni/vethbridge on Linux, cni/hnsendpoint on
 // Windows), serializes work per container ID and rolls back a failed ADD.
+// SandboxReconciler releases, as a DEL would, the attachments that no pod
+// sandbox of the container runtime holds (read over CRI by cni/cri) once
+// they are older than a grace period: what an ADD cut short by an agent
+// restart leaves, since the runtime then sends neither DEL nor GC.
 //
 // The plugin side lives in cni/plugin and the wire protocol in cni/api, so
 // the binary a runtime starts for every pod links neither IPAM nor HNS nor

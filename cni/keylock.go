@@ -30,6 +30,28 @@ func (k *keyLock) lock(key string) func() {
 	k.mu.Unlock()
 
 	e.mu.Lock()
+	return k.unlocker(key, e)
+}
+
+// tryLock takes key's lock only when nobody holds it or waits for it (no
+// request for that container is in flight) and returns its unlock
+// function; ok is false, and nothing taken, otherwise.
+func (k *keyLock) tryLock(key string) (unlock func(), ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.locks[key] != nil {
+		return nil, false
+	}
+	if k.locks == nil {
+		k.locks = map[string]*keyEntry{}
+	}
+	e := &keyEntry{refs: 1}
+	e.mu.Lock() // free: nobody else knows e yet
+	k.locks[key] = e
+	return k.unlocker(key, e), true
+}
+
+func (k *keyLock) unlocker(key string, e *keyEntry) func() {
 	return func() {
 		e.mu.Unlock()
 		k.mu.Lock()

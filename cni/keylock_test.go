@@ -50,4 +50,32 @@ func TestKeyLock(t *testing.T) {
 			t.Errorf("%d keys left in the map after every lock was released", n)
 		}
 	})
+	t.Run("tryLock fails while a request holds or waits for the key", func(t *testing.T) {
+		var k keyLock
+		unlock := k.lock("c1")
+		if _, ok := k.tryLock("c1"); ok {
+			t.Fatal("tryLock took a held key")
+		}
+		waiting := make(chan struct{})
+		go func() {
+			k.lock("c1")() // waits for unlock
+			close(waiting)
+		}()
+		unlock()
+		<-waiting
+		unlockTry, ok := k.tryLock("c1")
+		if !ok {
+			t.Fatal("tryLock failed on a free key")
+		}
+		blocked := make(chan struct{})
+		go func() {
+			k.lock("c1")() // a request arriving now waits for the try lock
+			close(blocked)
+		}()
+		unlockTry()
+		<-blocked
+		if n := len(k.locks); n != 0 {
+			t.Errorf("%d keys left in the map after every lock was released", n)
+		}
+	})
 }

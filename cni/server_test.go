@@ -45,6 +45,8 @@ type simNode struct {
 	ipamDir   string
 	socket    string
 	podNS     string
+	// nw is the network the server was handed.
+	nw *cni.NodeNetwork
 }
 
 // simNodeOptions: l2bridge without DSR unless set.
@@ -106,7 +108,7 @@ func newSimNode(t testing.TB, opts simNodeOptions) *simNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	n := &simNode{sim: sim, dataplane: dp, network: network, dir: dir, ipamDir: filepath.Join(dir, "ipam"), socket: filepath.Join(dir, "run", "cni.sock")}
+	n := &simNode{sim: sim, dataplane: dp, network: network, dir: dir, ipamDir: filepath.Join(dir, "ipam"), socket: filepath.Join(dir, "run", "cni.sock"), nw: nw}
 	n.server, err = cni.NewServer(cni.ServerOptions{SocketPath: n.socket, IPAMDir: n.ipamDir, Wiring: w})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ const (
 	DefaultConntrackMin            = 131072
 	DefaultConntrackTCPEstablished = 24 * time.Hour
 	DefaultConntrackTCPCloseWait   = 1 * time.Hour
+	DefaultOrphanGracePeriod       = 5 * time.Minute
 
 	// NodePortAddressPrimary is the NodePortAddresses keyword for the Node
 	// object's primary IP of each family.
@@ -171,6 +172,9 @@ func setCNIDefaults(c *CNIConfiguration, target OS, shared bool) {
 		}
 	}
 	fill(&c.ConflistName, d.ConflistName)
+	if c.OrphanGracePeriod == nil {
+		c.OrphanGracePeriod = &metav1.Duration{Duration: DefaultOrphanGracePeriod}
+	}
 	if shared {
 		return // the paths depend on each node's OS
 	}
@@ -178,6 +182,7 @@ func setCNIDefaults(c *CNIConfiguration, target OS, shared bool) {
 	fill(&c.ConfDir, d.ConfDir)
 	fill(&c.BinDir, d.BinDir)
 	fill(&c.DataDir, d.DataDir)
+	fill(&c.RuntimeEndpoint, d.RuntimeEndpoint)
 }
 
 func setLinuxDefaults(l *LinuxConfiguration) {

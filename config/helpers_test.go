@@ -99,6 +99,9 @@ func wantLinuxCNI() CNIConfiguration {
 		ConflistName: "10-nodenet.conflist",
 		BinDir:       "/opt/cni/bin",
 		DataDir:      "/var/lib/nodenet",
+		// containerd's socket; addresses no sandbox holds go after 5m.
+		RuntimeEndpoint:   "unix:///run/containerd/containerd.sock",
+		OrphanGracePeriod: durationPtr(5 * time.Minute),
 	}
 }
 
@@ -109,6 +112,9 @@ func wantWindowsCNI() CNIConfiguration {
 		ConflistName: "10-nodenet.conflist",
 		BinDir:       `C:\opt\cni\bin`,
 		DataDir:      `C:\ProgramData\nodenet`,
+		// containerd's pipe; addresses no sandbox holds go after 5m.
+		RuntimeEndpoint:   "npipe:////./pipe/containerd-containerd",
+		OrphanGracePeriod: durationPtr(5 * time.Minute),
 	}
 }
 

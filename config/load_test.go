@@ -116,6 +116,9 @@ func TestLoadValidFiles(t *testing.T) {
 					ConflistName: "05-nodenet.conflist",
 					BinDir:       "/usr/libexec/cni",
 					DataDir:      "/var/lib/nodenet",
+					// CRI-O's socket; addresses no sandbox holds go after 10m.
+					RuntimeEndpoint:   "unix:///var/run/crio/crio.sock",
+					OrphanGracePeriod: durationPtr(10 * time.Minute),
 				},
 				Windows: WindowsConfiguration{},
 				Linux: LinuxConfiguration{
@@ -287,7 +290,7 @@ func TestLoadSharedConfigLeavesNodeLocalDefaultsUnset(t *testing.T) {
 	opts := testOptions(OSWindows)
 	opts.Shared = true
 	cfg, warnings := mustLoad(t, []byte(cfgYAML+"nodeName: node-a\nnetwork: {sourceVIP: 10.244.1.2, externalInterface: eth0}\n"), opts)
-	want := CNIConfiguration{ConflistName: DefaultConflistName}
+	want := CNIConfiguration{ConflistName: DefaultConflistName, OrphanGracePeriod: durationPtr(DefaultOrphanGracePeriod)}
 	if diff := cmp.Diff(want, cfg.CNI); diff != "" {
 		t.Errorf("cni (-want +got):\n%s", diff)
 	}

@@ -49,23 +49,31 @@ func (o OS) supported() bool {
 	return o == OSLinux || o == OSWindows
 }
 
+// containerd's CRI endpoints, the defaults of cni.runtimeEndpoint.
+const (
+	DefaultRuntimeEndpointLinux   = "unix:///run/containerd/containerd.sock"
+	DefaultRuntimeEndpointWindows = "npipe:////./pipe/containerd-containerd"
+)
+
 // cniDefaults are the per-OS defaults of CNIConfiguration.
 func cniDefaults(o OS) CNIConfiguration {
 	if o == OSWindows {
 		return CNIConfiguration{
-			SocketPath:   api.DefaultSocketPathWindows,
-			ConfDir:      `C:\etc\cni\net.d`,
-			ConflistName: DefaultConflistName,
-			BinDir:       `C:\opt\cni\bin`,
-			DataDir:      `C:\ProgramData\nodenet`,
+			SocketPath:      api.DefaultSocketPathWindows,
+			ConfDir:         `C:\etc\cni\net.d`,
+			ConflistName:    DefaultConflistName,
+			BinDir:          `C:\opt\cni\bin`,
+			DataDir:         `C:\ProgramData\nodenet`,
+			RuntimeEndpoint: DefaultRuntimeEndpointWindows,
 		}
 	}
 	return CNIConfiguration{
-		SocketPath:   api.DefaultSocketPathLinux,
-		ConfDir:      "/etc/cni/net.d",
-		ConflistName: DefaultConflistName,
-		BinDir:       "/opt/cni/bin",
-		DataDir:      "/var/lib/nodenet",
+		SocketPath:      api.DefaultSocketPathLinux,
+		ConfDir:         "/etc/cni/net.d",
+		ConflistName:    DefaultConflistName,
+		BinDir:          "/opt/cni/bin",
+		DataDir:         "/var/lib/nodenet",
+		RuntimeEndpoint: DefaultRuntimeEndpointLinux,
 	}
 }
 

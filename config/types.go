@@ -307,6 +307,32 @@ type CNIConfiguration struct {
 	// /var/lib/nodenet on Linux, C:\ProgramData\nodenet on Windows.
 	// Node-local.
 	DataDir string `json:"dataDir,omitempty"`
+	// RuntimeEndpoint is the container runtime's CRI endpoint, the one
+	// kubelet's containerRuntimeEndpoint names: the agent lists the pod
+	// sandboxes there to find addresses no sandbox holds any more (see
+	// OrphanGracePeriod). "unix://" and an absolute socket path shorter
+	// than 108 bytes, or on Windows "npipe://" and a named pipe
+	// ("npipe:////./pipe/<name>"). The agent needs access to it: the Linux
+	// DaemonSet mounts /run/containerd. Default: containerd's,
+	// unix:///run/containerd/containerd.sock on Linux,
+	// npipe:////./pipe/containerd-containerd on Windows. Node-local.
+	RuntimeEndpoint string `json:"runtimeEndpoint,omitempty"`
+	// OrphanGracePeriod is how old an address allocation must be before
+	// the agent releases it for belonging to no pod sandbox the runtime at
+	// RuntimeEndpoint lists (in any state). Releasing undoes everything
+	// the pod's CNI ADD did, as a DEL would: its interface, its hostPort
+	// mappings and its addresses. Such allocations are left when the
+	// agent dies during an ADD and the runtime never sends the DEL (or CNI
+	// GC) for that sandbox; an allocation that names no owner (the agent
+	// was killed while writing it) is removed after the period too. The
+	// period covers an ADD still in flight: a sandbox is listed only once
+	// the runtime has started it, after its ADD returned (requests the
+	// agent is serving are never touched). The agent checks every
+	// OrphanGracePeriod/4, at most every minute; when the runtime can't
+	// be reached or fails, nothing is released. 0 turns this off (when
+	// something other than the runtime at RuntimeEndpoint also adds pods
+	// to this network). Default: 5m. Cluster-wide.
+	OrphanGracePeriod *metav1.Duration `json:"orphanGracePeriod,omitempty"`
 }
 
 // WindowsConfiguration holds settings only Windows nodes, or the HNS

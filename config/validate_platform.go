@@ -2,11 +2,13 @@ package config
 
 import (
 	"fmt"
-	"github.com/nodenet/nodenet/hns"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodenet/nodenet/hns"
 )
 
 // MaxSocketPathLength is the longest unix socket path: sun_path holds 108
@@ -24,6 +26,37 @@ func (v *validator) validateCNI() {
 	v.validateAbsPath(path.Child("binDir"), c.BinDir)
 	v.validateAbsPath(path.Child("dataDir"), c.DataDir)
 	v.validateConflistName(path.Child("conflistName"), c.ConflistName)
+	v.validateOrphanRelease(path, c)
+}
+
+// MinSafeOrphanGracePeriod is the shortest cni.orphanGracePeriod that is
+// not warned about: a sandbox that takes longer than the period to start
+// after its CNI ADD returned would lose its address.
+const MinSafeOrphanGracePeriod = time.Minute
+
+func (v *validator) validateOrphanRelease(path *field.Path, c *CNIConfiguration) {
+	grace := path.Child("orphanGracePeriod")
+	on := true
+	if g := c.OrphanGracePeriod; g != nil {
+		switch {
+		case g.Duration < 0:
+			v.err(field.Invalid(grace, g.Duration.String(), "must not be negative (0 turns the release of orphaned addresses off)"))
+		case g.Duration == 0:
+			on = false
+		case g.Duration < MinSafeOrphanGracePeriod:
+			v.warn(grace, "%s is shorter than %s: a pod sandbox that takes longer to start after its CNI ADD would lose its address", g.Duration, MinSafeOrphanGracePeriod)
+		}
+	}
+	endpoint := path.Child("runtimeEndpoint")
+	switch {
+	case c.RuntimeEndpoint == "" && (v.shared || !on):
+	case c.RuntimeEndpoint == "":
+		v.err(field.Required(endpoint, "the container runtime's CRI endpoint (kubelet's containerRuntimeEndpoint), or set cni.orphanGracePeriod to 0"))
+	default:
+		if _, err := ParseRuntimeEndpoint(v.target, c.RuntimeEndpoint); err != nil {
+			v.err(field.Invalid(endpoint, c.RuntimeEndpoint, err.Error()))
+		}
+	}
 }
 
 // validateAbsPath checks an absolute path on the target OS; in a shared config

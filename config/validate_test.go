@@ -273,6 +273,43 @@ func TestValidateCrossFieldRules(t *testing.T) {
 			wantFamilies: []IPFamily{IPv4},
 		},
 		{
+			name:     "a runtime endpoint without a scheme is an error",
+			yaml:     cfgYAML + "cni: {runtimeEndpoint: /run/containerd/containerd.sock}\n",
+			os:       OSLinux,
+			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "cni.runtimeEndpoint"}},
+		},
+		{
+			name:     "a named pipe runtime endpoint is an error on a Linux target",
+			yaml:     cfgYAML + "cni: {runtimeEndpoint: 'npipe:////./pipe/containerd-containerd'}\n",
+			os:       OSLinux,
+			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "cni.runtimeEndpoint"}},
+		},
+		{
+			name:         "CRI-O's socket is a valid runtime endpoint",
+			yaml:         cfgYAML + "cni: {runtimeEndpoint: 'unix:///var/run/crio/crio.sock'}\n",
+			os:           OSLinux,
+			wantFamilies: []IPFamily{IPv4},
+		},
+		{
+			name:     "a negative orphan grace period is an error",
+			yaml:     cfgYAML + "cni: {orphanGracePeriod: -1m}\n",
+			os:       OSLinux,
+			wantErrs: []fieldErr{{field.ErrorTypeInvalid, "cni.orphanGracePeriod"}},
+		},
+		{
+			name:         "an orphan grace period under a minute is warned about",
+			yaml:         cfgYAML + "cni: {orphanGracePeriod: 15s}\n",
+			os:           OSWindows,
+			wantWarnings: []string{"cni.orphanGracePeriod"},
+			wantFamilies: []IPFamily{IPv4},
+		},
+		{
+			name:         "a zero orphan grace period turns orphan release off",
+			yaml:         cfgYAML + "cni: {orphanGracePeriod: 0s}\n",
+			os:           OSLinux,
+			wantFamilies: []IPFamily{IPv4},
+		},
+		{
 			name:         "UNC and forward-slash Windows paths are absolute",
 			yaml:         cfgYAML + "cni: {dataDir: '\\\\server\\share\\nodenet', binDir: 'D:/cni/bin'}\n",
 			os:           OSWindows,

@@ -48,77 +48,100 @@ const (
 )
 
 // TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege applies
-// every manifest to a real kube-apiserver (with RBAC authorization, as in
-// a cluster), first as a server-side dry run, then for real, and checks
-// what the agent's service account may do.
+// every object kustomize renders for deploy/ (both DaemonSets, and the
+// migration overlay's) to a real kube-apiserver (with RBAC authorization,
+// as in a cluster), first as a server-side apply dry run, then for real,
+// and checks what the agent's service account may do.
 func TestARealAPIServerAcceptsTheManifestsAndEnforcesLeastPrivilege(t *testing.T) {
 	apiserver.RequireBinaries(t, apiserver.Options{})
 	srv := apiserver.StartForTest(t, apiserver.Options{KubeAPIServer: withRBAC(t)})
 	ctx := t.Context()
 	client := srv.Client()
-	dyn, err := dynamic.NewForConfig(srv.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups, err := restmapper.GetAPIGroupResources(client.Discovery())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	apply := newApplier(t, srv)
 
+	rendered := mustRender(t, ".")
 	// deploy/ and the migration overlay's DaemonSets, each object once.
-	objects := mustRender(t, ".")
+	objects := slices.Clone(rendered)
 	for _, o := range mustRender(t, "migration") {
 		if o.gvk.Kind == "DaemonSet" {
 			objects = append(objects, o)
 		}
 	}
-	ns := find[*v1.Namespace](t, objects, namespace)
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace: %v", err)
+	for _, kind := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ConfigMap", "DaemonSet"} {
+		if !slices.ContainsFunc(objects, func(o object) bool { return o.gvk.Kind == kind }) {
+			t.Fatalf("deploy/ renders no %s", kind)
+		}
+	}
+	// A dry run of a namespaced object needs its namespace for real.
+	if err := apply(ctx, objectOf(t, rendered, "Namespace", namespace), false); err != nil {
+		t.Fatalf("apply namespace %s: %v", namespace, err)
 	}
 
-	create := func(o object, dryRun []string) error {
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(o.json, &u.Object); err != nil {
-			return err
-		}
-		m, err := mapper.RESTMapping(o.gvk.GroupKind(), o.gvk.Version)
-		if err != nil {
-			return err
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
-		}
-		_, err = ri.Create(ctx, u, metav1.CreateOptions{DryRun: dryRun, FieldValidation: metav1.FieldValidationStrict})
-		return err
-	}
-
-	t.Run("every object passes a server-side dry run with strict field validation", func(t *testing.T) {
+	t.Run("every object passes a server-side apply dry run with strict field validation", func(t *testing.T) {
 		for _, o := range objects {
-			if o.gvk.Kind == "Namespace" {
-				continue
+			if err := apply(ctx, o, true); err != nil {
+				t.Errorf("%s (from %s): %v", o.id(), o.source, err)
 			}
-			if err := create(o, []string{metav1.DryRunAll}); err != nil {
-				t.Errorf("%s (%s): %v", o.id(), o.file, err)
-			}
+		}
+	})
+	// The dry run above proves something only if the server is strict.
+	t.Run("the dry run refuses a DaemonSet with an unknown field", func(t *testing.T) {
+		o := objectOf(t, rendered, "DaemonSet", linuxDaemonSet)
+		var u map[string]any
+		if err := json.Unmarshal(o.json, &u); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedField(u, true, "spec", "template", "spec", "hostNetwrk"); err != nil {
+			t.Fatal(err)
+		}
+		j, err := json.Marshal(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.json = j
+		if err := apply(ctx, o, true); err == nil || !strings.Contains(err.Error(), "hostNetwrk") {
+			t.Errorf("apply with spec.template.spec.hostNetwrk: %v, want it refused", err)
 		}
 	})
 	if t.Failed() {
 		return
 	}
-	for _, o := range mustRender(t, ".") {
-		if o.gvk.Kind == "Namespace" {
-			continue
-		}
-		if err := create(o, nil); err != nil {
-			t.Fatalf("create %s: %v", o.id(), err)
+	for _, o := range rendered {
+		if err := apply(ctx, o, false); err != nil {
+			t.Fatalf("apply %s: %v", o.id(), err)
 		}
 	}
 
 	t.Run("the ConfigMaps and DaemonSets read back from the API server as rendered", func(t *testing.T) {
-		checkStored(t, client, mustRender(t, "."))
+		checkStored(t, client, rendered)
+	})
+
+	// docs/migration.md applies deploy/migration over deploy/, and deploy/
+	// again once every node is moved: updates, where a changed immutable
+	// field (a DaemonSet's selector) would be refused, and the second must
+	// drop the migration label from the node selectors.
+	t.Run("the migration overlay applies over deploy/ and deploy/ again drops its node selector", func(t *testing.T) {
+		for _, step := range []struct {
+			objects []object
+			label   bool
+		}{{mustRender(t, "migration"), true}, {rendered, false}} {
+			for _, o := range step.objects {
+				if err := apply(ctx, o, false); err != nil {
+					t.Fatalf("apply %s (from %s): %v", o.id(), o.source, err)
+				}
+			}
+			for _, name := range []string{linuxDaemonSet, windowsDaemonSet} {
+				ds, err := client.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := ds.Spec.Template.Spec.NodeSelector[migrationLabel]; ok != step.label {
+					t.Errorf("after applying %s/: DaemonSet %s node selector %v, want %s in it: %v",
+						step.objects[0].source, name, ds.Spec.Template.Spec.NodeSelector, migrationLabel, step.label)
+				}
+			}
+		}
 	})
 
 	t.Run("the agent's service account may do what the agent does and nothing more", func(t *testing.T) {
@@ -489,4 +512,70 @@ func agentClient(t *testing.T, admin *rest.Config, node string) kubernetes.Inter
 		t.Fatal(err)
 	}
 	return c
+}
+
+// fieldManager owns what these tests apply.
+const fieldManager = "nodenet-deploy-test"
+
+// applyFunc server-side applies one rendered object; with dryRun the API
+// server validates and admits it (schema, unknown fields, admission) but
+// stores nothing.
+type applyFunc func(ctx context.Context, o object, dryRun bool) error
+
+// newApplier applies objects to srv as kubectl apply --server-side does:
+// one apply patch per object, at the resource discovery maps its kind to,
+// with strict field validation.
+func newApplier(t *testing.T, srv *apiserver.Server) applyFunc {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(srv.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := restmapper.GetAPIGroupResources(srv.Client().Discovery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	return func(ctx context.Context, o object, dryRun bool) error {
+		m, err := mapper.RESTMapping(o.gvk.GroupKind(), o.gvk.Version)
+		if err != nil {
+			return err
+		}
+		obj := o.obj.(metav1.Object)
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			if obj.GetNamespace() == "" {
+				return fmt.Errorf("namespaced %s has no namespace", o.gvk.Kind)
+			}
+			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+		}
+		opts := metav1.PatchOptions{FieldManager: fieldManager, FieldValidation: metav1.FieldValidationStrict}
+		if dryRun {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, o.json, opts)
+		return err
+	}
+}
+
+// applyAll server-side applies objects for real in their rendered order
+// (the Namespace first), as kubectl apply -k does.
+func applyAll(t *testing.T, srv *apiserver.Server, objects []object) {
+	t.Helper()
+	apply := newApplier(t, srv)
+	for _, o := range objects {
+		if err := apply(t.Context(), o, false); err != nil {
+			t.Fatalf("apply %s: %v", o.id(), err)
+		}
+	}
+}
+
+// objectOf returns the one rendered object of kind named name, or fails t.
+func objectOf(t *testing.T, objects []object, kind, name string) object {
+	t.Helper()
+	i := slices.IndexFunc(objects, func(o object) bool { return o.gvk.Kind == kind && o.obj.(metav1.Object).GetName() == name })
+	if i < 0 {
+		t.Fatalf("no %s %s rendered", kind, name)
+	}
+	return objects[i]
 }

@@ -26,9 +26,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodenet/nodenet/agent/apiaddr"
@@ -42,7 +44,8 @@ const (
 	configMapName      = "nodenet-config"
 	configKey          = "config.yaml"
 	apiserverConfigMap = "nodenet-apiserver"
-	image              = "ghcr.io/nodenet/nodenet:latest"
+	imageName          = "ghcr.io/nodenet/nodenet"
+	image              = imageName + ":latest"
 	linuxDaemonSet     = "nodenet-agent-linux"
 	windowsDaemonSet   = "nodenet-agent-windows"
 	// sandboxMount is what containerd replaces with a HostProcess
@@ -50,12 +53,13 @@ const (
 	sandboxMount = `$env:CONTAINER_SANDBOX_MOUNT_POINT`
 )
 
-// object is one manifest document, decoded strictly into its typed form.
+// object is one object kustomize rendered (or one document of a file),
+// decoded strictly into its typed form.
 type object struct {
-	file string // relative to deploy/
-	json []byte
-	gvk  schema.GroupVersionKind
-	obj  runtime.Object
+	source string // the kustomization (or file) it came from, relative to deploy/
+	json   []byte
+	gvk    schema.GroupVersionKind
+	obj    runtime.Object
 }
 
 func (o object) id() string {
@@ -63,9 +67,29 @@ func (o object) id() string {
 	return fmt.Sprintf("%s/%s %s/%s", o.gvk.Group, o.gvk.Kind, m.GetNamespace(), m.GetName())
 }
 
+// decodeJSON decodes one object into its k8s.io/api type. Strict: an
+// unknown or duplicate field is an error, so a typo cannot be silently
+// dropped on the way to the API server.
+func decodeJSON(j []byte) (object, error) {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(j, &tm); err != nil {
+		return object{}, err
+	}
+	gvk := tm.GroupVersionKind()
+	obj, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		return object{}, fmt.Errorf("kind %s: %w", gvk, err)
+	}
+	if err := yaml.UnmarshalStrict(j, obj); err != nil {
+		return object{}, fmt.Errorf("%s: %w", gvk.Kind, err)
+	}
+	return object{json: j, gvk: gvk, obj: obj}, nil
+}
+
 // decodeFile reads every YAML document of file (relative to deploy/) into
-// its k8s.io/api type. Strict: an unknown or duplicate field is an error,
-// so a typo cannot be silently dropped on the way to the API server.
+// its k8s.io/api type, strictly. kustomize reads what it renders more
+// leniently (a key given twice in a file is not an error to it), so the
+// files themselves are checked too.
 func decodeFile(file string) ([]object, error) {
 	data, err := os.ReadFile(filepath.FromSlash(file))
 	if err != nil {
@@ -92,138 +116,76 @@ func decodeFile(file string) ([]object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s document %d: %w", file, i, err)
 		}
-		o.file = file
+		o.source = file
 		out = append(out, o)
 	}
 }
 
-func decodeJSON(j []byte) (object, error) {
-	var tm metav1.TypeMeta
-	if err := yaml.Unmarshal(j, &tm); err != nil {
-		return object{}, err
-	}
-	gvk := tm.GroupVersionKind()
-	obj, err := scheme.Scheme.New(gvk)
-	if err != nil {
-		return object{}, fmt.Errorf("kind %s: %w", gvk, err)
-	}
-	if err := yaml.UnmarshalStrict(j, obj); err != nil {
-		return object{}, fmt.Errorf("%s: %w", gvk.Kind, err)
-	}
-	return object{json: j, gvk: gvk, obj: obj}, nil
+// kustomizeOptions are kubectl's for apply -k: krusty's defaults (files
+// only from inside a kustomization's root, no plugins) with the legacy
+// sort order, which puts the Namespace first.
+func kustomizeOptions() *krusty.Options {
+	o := krusty.MakeDefaultOptions()
+	o.Reorder = krusty.ReorderOptionLegacy
+	return o
 }
 
-// kustomization is the part of kustomize's format these manifests use.
-// Decoding is strict, so a kustomization that grows a field this renderer
-// does not implement (generators, transformers) fails the tests here
-// instead of being rendered wrong.
-type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Resources  []string `json:"resources"`
-	Patches    []struct {
-		Path string `json:"path"`
-	} `json:"patches,omitempty"`
+// readRecorder is the disk, noting every file kustomize reads from it.
+type readRecorder struct {
+	filesys.FileSystem
+	read map[string]bool // absolute paths
 }
 
-// rendered is a kustomization's output and the files it read.
+func (r readRecorder) ReadFile(p string) ([]byte, error) {
+	data, err := r.FileSystem.ReadFile(p)
+	if err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			r.read[abs] = true
+		}
+	}
+	return data, err
+}
+
+// rendered is a kustomization's output and the files kustomize read.
 type rendered struct {
 	objects []object
-	files   map[string]bool // manifests and patches, relative to deploy/
+	files   map[string]bool // relative to deploy/, slash-separated
 }
 
-// render builds the kustomization in dir (relative to deploy/) the way
-// kustomize does for what it uses: resources (files and directories) in
-// order, then each patch as a strategic merge patch on the one object
-// with its kind, name and namespace. Duplicate objects are errors, as in
-// kustomize.
+// render builds the kustomization in dir (relative to deploy/, or
+// absolute) with kustomize's own library, as kubectl apply -k does, and
+// decodes every object it renders strictly.
 func render(dir string) (rendered, error) {
 	out := rendered{files: map[string]bool{}}
-	file := path.Join(dir, "kustomization.yaml")
-	data, err := os.ReadFile(filepath.FromSlash(file))
+	fsys := readRecorder{FileSystem: filesys.MakeFsOnDisk(), read: map[string]bool{}}
+	m, err := krusty.MakeKustomizer(kustomizeOptions()).Run(fsys, filepath.FromSlash(dir))
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
-	var k kustomization
-	if err := yaml.UnmarshalStrict(data, &k); err != nil {
-		return out, fmt.Errorf("%s: %w", file, err)
-	}
-	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
-		return out, fmt.Errorf("%s: not a kustomize.config.k8s.io/v1beta1 Kustomization", file)
-	}
-	seen := map[string]string{}
-	add := func(o object) error {
-		if prev, ok := seen[o.id()]; ok {
-			return fmt.Errorf("%s: %s from %s is already in %s", file, o.id(), o.file, prev)
-		}
-		seen[o.id()] = o.file
-		out.objects = append(out.objects, o)
-		return nil
-	}
-	for _, res := range k.Resources {
-		p := path.Clean(path.Join(dir, res))
-		info, err := os.Stat(filepath.FromSlash(p))
+	for _, r := range m.Resources() {
+		j, err := r.MarshalJSON()
 		if err != nil {
-			return out, fmt.Errorf("%s: resource %s: %w", file, res, err)
-		}
-		var objs []object
-		if info.IsDir() {
-			sub, err := render(p)
-			if err != nil {
-				return out, err
-			}
-			objs = sub.objects
-			for f := range sub.files {
-				out.files[f] = true
-			}
-		} else {
-			if objs, err = decodeFile(p); err != nil {
-				return out, err
-			}
-			out.files[p] = true
-		}
-		for _, o := range objs {
-			if err := add(o); err != nil {
-				return out, err
-			}
-		}
-	}
-	for _, patch := range k.Patches {
-		p := path.Clean(path.Join(dir, patch.Path))
-		if err := applyPatch(out.objects, p); err != nil {
-			return out, fmt.Errorf("%s: %w", file, err)
-		}
-		out.files[p] = true
-	}
-	return out, nil
-}
-
-func applyPatch(objects []object, file string) error {
-	patches, err := decodeFile(file)
-	if err != nil {
-		return err
-	}
-	for _, patch := range patches {
-		i := slices.IndexFunc(objects, func(o object) bool { return o.id() == patch.id() })
-		if i < 0 {
-			return fmt.Errorf("patch %s: no %s to patch", file, patch.id())
-		}
-		typed, err := scheme.Scheme.New(patch.gvk)
-		if err != nil {
-			return err
-		}
-		j, err := strategicpatch.StrategicMergePatch(objects[i].json, patch.json, typed)
-		if err != nil {
-			return fmt.Errorf("patch %s: %w", file, err)
+			return out, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
 		}
 		o, err := decodeJSON(j)
 		if err != nil {
-			return fmt.Errorf("patch %s: %w", file, err)
+			return out, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
 		}
-		o.file = objects[i].file
-		objects[i] = o
+		o.source = dir
+		out.objects = append(out.objects, o)
 	}
-	return nil
+	root, err := filepath.Abs(".")
+	if err != nil {
+		return out, err
+	}
+	for f := range fsys.read {
+		rel, err := filepath.Rel(root, f)
+		if err != nil {
+			return out, err
+		}
+		out.files[filepath.ToSlash(rel)] = true
+	}
+	return out, nil
 }
 
 // mustRender renders the kustomization in dir or fails t.
@@ -231,7 +193,7 @@ func mustRender(t *testing.T, dir string) []object {
 	t.Helper()
 	r, err := render(dir)
 	if err != nil {
-		t.Fatalf("render %s: %v", dir, err)
+		t.Fatal(err)
 	}
 	return r.objects
 }
@@ -252,13 +214,20 @@ func find[T runtime.Object](t *testing.T, objects []object, name string) T {
 	return found[0]
 }
 
-// yamlFiles lists every .yaml file under deploy/, relative to it.
+// isKustomization reports whether file is a kustomization file by name.
+func isKustomization(file string) bool {
+	return slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(file))
+}
+
+// yamlFiles lists every YAML file under deploy/ but the kustomizations
+// themselves, relative to deploy/.
 func yamlFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-			files = append(files, filepath.ToSlash(p))
+		p = filepath.ToSlash(p)
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) && !isKustomization(p) {
+			files = append(files, p)
 		}
 		return err
 	})
@@ -266,6 +235,32 @@ func yamlFiles(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// kustomizations lists every directory that holds a kustomization under
+// deploy/ and under the repository's examples/ (overlays an operator
+// copies), relative to deploy/.
+func kustomizations(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	for _, root := range []string{".", "../examples"} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) && p == root {
+				return fs.SkipDir
+			}
+			if err == nil && !d.IsDir() && isKustomization(p) {
+				dirs = append(dirs, filepath.ToSlash(filepath.Dir(p)))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Contains(dirs, ".") {
+		t.Fatalf("no kustomization in deploy/ among %v", dirs)
+	}
+	return dirs
 }
 
 // sharedConfig is the AgentConfiguration the ConfigMap ships.
@@ -293,11 +288,11 @@ func nodeConfig(t *testing.T, objects []object, target config.OS) *config.AgentC
 	return cfg
 }
 
-func TestEveryManifestDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
+// TestEveryManifestFileDecodesStrictlyIntoItsKubernetesType checks the
+// files themselves, patches included: kustomize would take the last of a
+// key given twice without a word.
+func TestEveryManifestFileDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
 	for _, file := range yamlFiles(t) {
-		if path.Base(file) == "kustomization.yaml" {
-			continue
-		}
 		t.Run(file, func(t *testing.T) {
 			objects, err := decodeFile(file)
 			if err != nil {
@@ -307,21 +302,45 @@ func TestEveryManifestDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
 				t.Fatal("no objects")
 			}
 			for _, o := range objects {
+				if o.obj.(metav1.Object).GetName() == "" {
+					t.Errorf("%s has no name", o.gvk.Kind)
+				}
+			}
+		})
+	}
+}
+
+// TestEveryKustomizationBuildsWithKustomize renders deploy/, each of its
+// parts and every overlay under deploy/ or examples/ with kustomize's
+// library, and decodes what it renders strictly.
+func TestEveryKustomizationBuildsWithKustomize(t *testing.T) {
+	for _, dir := range kustomizations(t) {
+		t.Run(dir, func(t *testing.T) {
+			objects := mustRender(t, dir)
+			if len(objects) == 0 {
+				t.Fatal("renders no objects")
+			}
+			ours := !strings.HasPrefix(dir, "../") // an example may choose its own namespace
+			for _, o := range objects {
 				m := o.obj.(metav1.Object)
 				if m.GetName() == "" {
 					t.Errorf("%s has no name", o.gvk.Kind)
 				}
 				// Every namespaced object lives in nodenet-system, but for
 				// the discovery Role on kube-proxy's ConfigMap.
-				if _, ok := o.obj.(*v1.Namespace); ok || isClusterScoped(o.gvk) {
+				switch {
+				case isClusterScoped(o.gvk):
 					if m.GetNamespace() != "" {
 						t.Errorf("%s: cluster-scoped object with namespace %q", o.id(), m.GetNamespace())
 					}
-				} else if isDiscoveryRBAC(o) {
+				case m.GetNamespace() == "":
+					t.Errorf("%s: no namespace (kubectl would put it in the current context's)", o.id())
+				case !ours:
+				case isDiscoveryRBAC(o):
 					if m.GetNamespace() != metav1.NamespaceSystem {
 						t.Errorf("%s: namespace %q, want kube-system (where kube-proxy's ConfigMap is)", o.id(), m.GetNamespace())
 					}
-				} else if m.GetNamespace() != namespace {
+				case m.GetNamespace() != namespace:
 					t.Errorf("%s: namespace %q, want %q", o.id(), m.GetNamespace(), namespace)
 				}
 			}
@@ -351,13 +370,10 @@ func TestTheKustomizationsReachEveryManifestAndNothingIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	used := map[string]bool{}
-	for _, file := range yamlFiles(t) {
-		if path.Base(file) != "kustomization.yaml" {
-			continue
-		}
-		r, err := render(path.Dir(file))
+	for _, dir := range kustomizations(t) {
+		r, err := render(dir)
 		if err != nil {
-			t.Errorf("render %s: %v", file, err)
+			t.Error(err)
 			continue
 		}
 		for f := range r.files {
@@ -366,7 +382,6 @@ func TestTheKustomizationsReachEveryManifestAndNothingIsMissing(t *testing.T) {
 	}
 	for _, file := range yamlFiles(t) {
 		switch {
-		case path.Base(file) == "kustomization.yaml":
 		case !used[file]:
 			t.Errorf("%s is in no kustomization", file)
 		case !all.files[file] && !strings.HasPrefix(file, "migration/"):
@@ -376,6 +391,10 @@ func TestTheKustomizationsReachEveryManifestAndNothingIsMissing(t *testing.T) {
 	var kinds []string
 	for _, o := range all.objects {
 		kinds = append(kinds, o.gvk.Kind+"/"+o.obj.(metav1.Object).GetName())
+	}
+	// kubectl applies in this order: the Namespace must come first.
+	if len(kinds) == 0 || kinds[0] != "Namespace/"+namespace {
+		t.Errorf("deploy/ renders %v: want Namespace/%s first", kinds, namespace)
 	}
 	want := []string{
 		"Namespace/nodenet-system",
@@ -393,10 +412,79 @@ func TestTheKustomizationsReachEveryManifestAndNothingIsMissing(t *testing.T) {
 		"DaemonSet/" + linuxDaemonSet,
 		"DaemonSet/" + windowsDaemonSet,
 	}
-	if diff := cmp.Diff(want, kinds); diff != "" {
+	if diff := cmp.Diff(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(kinds))); diff != "" {
 		t.Errorf("deploy/ renders (-want +got):\n%s", diff)
 	}
 }
+
+// TestAnOverlaySetsTheImageOfEveryContainer does what README.md tells an
+// operator to do: an overlay of deploy/ whose images entry (kustomize
+// edit set image) renames the placeholder image. Every container and
+// init container of both DaemonSets must get it, and nothing else may
+// change.
+func TestAnOverlaySetsTheImageOfEveryContainer(t *testing.T) {
+	const (
+		newName = "registry.example.com/team/nodenet"
+		newTag  = "v1.2.3"
+	)
+	deployDir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := t.TempDir()
+	// kustomize takes a base by relative path only, as from a repository.
+	base, err := filepath.Rel(overlay, deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %s
+images:
+  - name: %s
+    newName: %s
+    newTag: %s
+`, filepath.ToSlash(base), imageName, newName, newTag)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objects := mustRender(t, overlay)
+	want := newName + ":" + newTag
+	for _, name := range []string{linuxDaemonSet, windowsDaemonSet} {
+		spec := find[*appsv1.DaemonSet](t, objects, name).Spec.Template.Spec
+		cs := slices.Concat(spec.InitContainers, spec.Containers)
+		if len(spec.InitContainers) == 0 || len(spec.Containers) == 0 {
+			t.Errorf("%s: %d init containers, %d containers; want both kinds", name, len(spec.InitContainers), len(spec.Containers))
+		}
+		for _, c := range cs {
+			if c.Image != want {
+				t.Errorf("%s container %s: image %q, want %q", name, c.Name, c.Image, want)
+			}
+		}
+	}
+
+	plain := mustRender(t, ".")
+	if len(objects) != len(plain) {
+		t.Fatalf("the overlay renders %d objects, deploy/ %d", len(objects), len(plain))
+	}
+	for i, o := range objects {
+		wantObj := plain[i].obj.DeepCopyObject()
+		if ds, ok := wantObj.(*appsv1.DaemonSet); ok {
+			for _, cs := range [][]v1.Container{ds.Spec.Template.Spec.InitContainers, ds.Spec.Template.Spec.Containers} {
+				for j := range cs {
+					cs[j].Image = want
+				}
+			}
+		}
+		if diff := cmp.Diff(wantObj, o.obj); diff != "" {
+			t.Errorf("%s differs from deploy/ beyond the images (-want +got):\n%s", o.id(), diff)
+		}
+	}
+}
+
+// migrationLabel marks the nodes deploy/migration runs the agent on.
+const migrationLabel = "nodenet.io/dataplane"
 
 func TestTheMigrationOverlayOnlyGatesTheDaemonSetsOnTheMigrationLabel(t *testing.T) {
 	all := mustRender(t, ".")
@@ -407,7 +495,7 @@ func TestTheMigrationOverlayOnlyGatesTheDaemonSetsOnTheMigrationLabel(t *testing
 	for i, o := range migration {
 		want := all[i].obj.DeepCopyObject()
 		if ds, ok := want.(*appsv1.DaemonSet); ok {
-			ds.Spec.Template.Spec.NodeSelector["nodenet.io/dataplane"] = "nodenet"
+			ds.Spec.Template.Spec.NodeSelector[migrationLabel] = "nodenet"
 		}
 		if diff := cmp.Diff(want, o.obj); diff != "" {
 			t.Errorf("%s differs from deploy/ beyond the node selector (-want +got):\n%s", o.id(), diff)
@@ -489,6 +577,11 @@ func TestTheDaemonSetsAgreeWithTheConfigAndEachOther(t *testing.T) {
 			install := container(t, spec.InitContainers, "install-cni")
 			if len(spec.Containers) != 1 || len(spec.InitContainers) != 1 {
 				t.Errorf("containers %d, init containers %d: want the agent and install-cni", len(spec.Containers), len(spec.InitContainers))
+			}
+			for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+				if sh := shell(c); sh != "" {
+					t.Errorf("container %s runs %s: the image has no shell", c.Name, sh)
+				}
 			}
 			for _, c := range []v1.Container{agent, install} {
 				if c.Image != image {
@@ -614,8 +707,8 @@ func checkLinux(t *testing.T, spec v1.PodSpec, agent, install v1.Container, cfg 
 	if got, want := flag(agent, "config"), path.Join(configMount, configKey); got != want {
 		t.Errorf("--config=%q, want %q", got, want)
 	}
-	if len(agent.Command) == 0 || agent.Command[0] != "/usr/local/bin/nodenet-agent" {
-		t.Errorf("command %v, want /usr/local/bin/nodenet-agent", agent.Command)
+	if len(agent.Command) == 0 || agent.Command[0] != linuxAgent {
+		t.Errorf("command %v, want %s", agent.Command, linuxAgent)
 	}
 	for _, c := range []v1.Container{agent, install} {
 		if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
@@ -651,10 +744,34 @@ func checkLinux(t *testing.T, spec v1.PodSpec, agent, install v1.Container, cfg 
 		t.Error("want /lib/modules mounted read-only")
 	}
 	checkKubeletKubeconfigMount(t, spec, agent)
-	script := strings.Join(install.Command, " ")
-	if dst := path.Join(cfg.CNI.BinDir, "nodenet-cni"); !strings.Contains(script, dst) {
-		t.Errorf("install-cni %q does not install %s", script, dst)
+	// The image has no shell: install-cni is the agent's own subcommand,
+	// copying nodenet-cni into cni.binDir (mounted above).
+	if argv := slices.Concat(install.Command, install.Args); len(argv) < 2 || argv[0] != linuxAgent || argv[1] != "install-cni" {
+		t.Errorf("install-cni runs %q, want %s install-cni", argv, linuxAgent)
 	}
+	if got := flag(install, "dir"); got != cfg.CNI.BinDir {
+		t.Errorf("install-cni --dir=%q, want cni.binDir %q", got, cfg.CNI.BinDir)
+	}
+}
+
+// linuxAgent is nodenet-agent in the Linux image.
+const linuxAgent = "/usr/local/bin/nodenet-agent"
+
+// shell returns the shell c runs ("" for none): the image has none, so
+// a container that needs one would never start. (A HostProcess container
+// on Windows runs the host's PowerShell, which is not one of these.)
+func shell(c v1.Container) string {
+	argv := slices.Concat(c.Command, c.Args)
+	for i, a := range argv {
+		base := strings.TrimSuffix(path.Base(strings.ReplaceAll(a, `\`, "/")), ".exe")
+		if !slices.Contains([]string{"sh", "bash", "dash", "ash", "zsh", "busybox"}, base) {
+			continue
+		}
+		if i == 0 || (i+1 < len(argv) && argv[i+1] == "-c") {
+			return a
+		}
+	}
+	return ""
 }
 
 // checkKubeletKubeconfigMount: every kubelet kubeconfig discovery tries

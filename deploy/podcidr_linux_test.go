@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -10,14 +9,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/nodenet/nodenet/ipam/nodecidr"
 	"github.com/nodenet/nodenet/test/apiserver"
@@ -82,39 +77,6 @@ func TestThePodCIDRAllocatorRunsWithTheAgentsRightsAlone(t *testing.T) {
 	lease, err := admin.CoordinationV1().Leases(namespace).Get(ctx, nodecidr.LeaseName, metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "node-a" {
 		t.Errorf("Lease %s/%s: %v, %v; want it held by node-a", namespace, nodecidr.LeaseName, lease, err)
-	}
-}
-
-// applyAll creates objects in their rendered order (the Namespace
-// first), as kubectl apply -k does.
-func applyAll(t *testing.T, srv *apiserver.Server, objects []object) {
-	t.Helper()
-	ctx := t.Context()
-	dyn, err := dynamic.NewForConfig(srv.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups, err := restmapper.GetAPIGroupResources(srv.Client().Discovery())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDiscoveryRESTMapper(groups)
-	for _, o := range objects {
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(o.json, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		m, err := mapper.RESTMapping(o.gvk.GroupKind(), o.gvk.Version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
-		}
-		if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s: %v", o.id(), err)
-		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/containernetworking/plugins/plugins/ipam/host-local/backend/disk"
@@ -38,6 +39,11 @@ type Allocation struct {
 	// while the pod kept its address).
 	Subnet  netip.Prefix
 	Gateway netip.Addr
+	// Allocated is when the address was handed out: its file's
+	// modification time (the file is written once, when Allocate takes
+	// the address, and never rewritten). Only List sets it; it is zero in
+	// what Allocate and Get return.
+	Allocated time.Time
 }
 
 // New validates opts, creates the store directory if needed and returns an

@@ -4,7 +4,10 @@
 package ipam
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -46,5 +49,34 @@ func TestList(t *testing.T) {
 				t.Errorf("List (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestListSaysWhenEachAddressWasAllocated(t *testing.T) {
+	dataDir := t.TempDir()
+	a := newAllocator(t, dataDir, rng("10.244.1.0/24", "10.244.1.2"))
+	before := time.Now().Add(-time.Second) // file times may be coarser than the clock
+	mustAllocate(t, a, "pod-a", "eth0")
+	mustAllocate(t, a, "pod-b", "eth0")
+	// pod-a's address is an hour old, as after an agent restart.
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(filepath.Join(dataDir, testNetwork, "10.244.1.3"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	// Allocating again (a retried ADD) does not make it younger.
+	mustAllocate(t, a, "pod-a", "eth0")
+	list, err := a.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]time.Time{}
+	for _, al := range list {
+		got[al.ContainerID] = al.Allocated
+	}
+	if !got["pod-a"].Equal(old) {
+		t.Errorf("pod-a allocated at %v, want %v (its file's time)", got["pod-a"], old)
+	}
+	if b := got["pod-b"]; b.Before(before) || b.After(time.Now().Add(time.Second)) {
+		t.Errorf("pod-b allocated at %v, want about now", b)
 	}
 }

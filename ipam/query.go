@@ -2,7 +2,12 @@ package ipam
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 )
 
@@ -44,14 +49,24 @@ func (a *Allocator) rangeIndex(ip netip.Addr) int {
 
 // List returns every allocation in the store, sorted by address (IPv4
 // first), including those outside the current ranges (a pod that kept its
-// address when the pod CIDR changed). It is what garbage collection and
-// status read.
+// address when the pod CIDR changed), each with the time it was made
+// (Allocation.Allocated). It is what garbage collection, the sandbox
+// reconciliation and status read.
 func (a *Allocator) List() ([]Allocation, error) {
 	var out []Allocation
 	err := a.withRecords(func(recs []record) error {
 		out = make([]Allocation, 0, len(recs))
 		for _, r := range recs {
-			out = append(out, a.allocationOf(r))
+			fi, err := os.Lstat(filepath.Join(a.dir, r.file))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // released by a writer that ignores the lock
+			}
+			if err != nil {
+				return fmt.Errorf("read allocation %s: %w", r.file, err)
+			}
+			al := a.allocationOf(r)
+			al.Allocated = fi.ModTime()
+			out = append(out, al)
 		}
 		return nil
 	})

@@ -74,6 +74,59 @@ func TestRelease(t *testing.T) {
 	}
 }
 
+func TestReleaseUnowned(t *testing.T) {
+	tests := []struct {
+		name         string
+		files        map[string]string
+		ip           string
+		wantReleased bool
+		want         []netip.Addr
+	}{
+		{
+			name:         "an empty file, left by a writer that died mid-write, is removed",
+			files:        map[string]string{"10.244.1.8": "", "10.244.1.9": "pod-a\r\neth0"},
+			ip:           "10.244.1.8",
+			wantReleased: true,
+			want:         addrs("10.244.1.9"),
+		},
+		{
+			name:         "a file of whitespace names no owner either",
+			files:        map[string]string{"fd00_10_244_1__8": " \r\n"},
+			ip:           "fd00:10:244:1::8",
+			wantReleased: true,
+			want:         []netip.Addr{},
+		},
+		{
+			name:  "a file that names its container is left alone",
+			files: map[string]string{"10.244.1.9": "pod-a\r\neth0", "10.244.1.10": "pod-b"},
+			ip:    "10.244.1.9",
+			want:  addrs("10.244.1.9", "10.244.1.10"),
+		},
+		{
+			name:  "an address without a file is not an error",
+			files: map[string]string{"10.244.1.9": "pod-a\r\neth0"},
+			ip:    "10.244.1.20",
+			want:  addrs("10.244.1.9"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			for name, content := range tt.files {
+				writeFile(t, dataDir, name, content)
+			}
+			a := newAllocator(t, dataDir, rng("10.244.1.0/24"), rng("fd00:10:244:1::/64"))
+			released, err := a.ReleaseUnowned(addr(tt.ip))
+			if err != nil || released != tt.wantReleased {
+				t.Errorf("ReleaseUnowned(%s) = %v, %v; want %v", tt.ip, released, err, tt.wantReleased)
+			}
+			if diff := cmp.Diff(tt.want, ipsOf(mustList(t, a)), netipCmp); diff != "" {
+				t.Errorf("store after ReleaseUnowned (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestOperationsAfterCloseFail(t *testing.T) {
 	a := newAllocator(t, "", rng("10.244.1.0/24"))
 	if err := a.Close(); err != nil {

@@ -94,6 +94,40 @@ type CNIStatus struct {
 	ConflistPath string `json:"conflistPath"`
 	// Ready is true once the server wires pods (the network exists).
 	Ready bool `json:"ready"`
+	// OrphanRelease is the release of addresses no pod sandbox holds
+	// (config cni.orphanGracePeriod); nil when it is off.
+	OrphanRelease *OrphanReleaseStatus `json:"orphanRelease,omitempty"`
+}
+
+// OrphanReleaseStatus says how the agent compares its address allocations
+// with the container runtime's pod sandboxes and what it released.
+type OrphanReleaseStatus struct {
+	// RuntimeEndpoint is the CRI endpoint the sandboxes are read from.
+	RuntimeEndpoint string `json:"runtimeEndpoint"`
+	// GracePeriod and Interval are Go durations ("5m0s", "1m0s").
+	GracePeriod string `json:"gracePeriod"`
+	Interval    string `json:"interval"`
+	// LastRun is when the last comparison ended (zero before the first);
+	// LastError why it released nothing, empty when it worked.
+	LastRun   time.Time `json:"lastRun,omitzero"`
+	LastError string    `json:"lastError,omitempty"`
+	// Sandboxes is how many sandboxes the runtime last listed.
+	Sandboxes int `json:"sandboxes"`
+	// Released counts the attachments released since the agent started;
+	// LastReleased are those of the last comparison that released any.
+	Released     int                  `json:"released"`
+	LastReleased []ReleasedAttachment `json:"lastReleased,omitempty"`
+}
+
+// ReleasedAttachment is a pod attachment released for belonging to no
+// sandbox.
+type ReleasedAttachment struct {
+	ContainerID string   `json:"containerID"`
+	IfName      string   `json:"ifName"`
+	IPs         []string `json:"ips"`
+	// Age is how old its allocation was ("7m12s").
+	Age      string    `json:"age"`
+	Released time.Time `json:"released"`
 }
 
 // ProxyStatus is the service proxy.
@@ -156,8 +190,8 @@ type Endpoint struct {
 	Terminating bool   `json:"terminating,omitempty"`
 }
 
-// Dump is the dataplane's state as an operator reads it: `nft list table`
-// style for nftables, hnsdiag style for HNS.
+// Dump is the dataplane's state as an operator reads it: chains, rule
+// counts, sets and elements for nftables, hnsdiag style for HNS.
 type Dump struct {
 	Dataplane string `json:"dataplane"`
 	// Sections are titled blocks of text (e.g. "nftables table inet

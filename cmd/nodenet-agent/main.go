@@ -5,6 +5,12 @@
 //
 //	nodenet-agent --config FILE [--write-config-to FILE] [--kubeconfig FILE] [--apiserver URL]
 //	    [--dataplane linux|hns|sim] [--source kubernetes|files:DIR] [--v N]
+//	nodenet-agent install-cni --dir DIR [--source FILE]
+//	nodenet-agent version
+//
+// install-cni is the DaemonSet's init container: it copies the CNI plugin
+// shipped beside the agent into the host's CNI bin dir atomically (the
+// image has no shell to do it). version prints the build's version.
 //
 // With --source files:DIR and neither --kubeconfig nor --apiserver the
 // agent needs no cluster: DIR holds the Nodes too, nothing is written to
@@ -32,6 +38,7 @@ import (
 	"github.com/nodenet/nodenet/agent"
 	"github.com/nodenet/nodenet/agent/apiaddr"
 	"github.com/nodenet/nodenet/config"
+	"github.com/nodenet/nodenet/internal/version"
 )
 
 // configEventTimeout bounds recording a config error on the Node before
@@ -63,6 +70,15 @@ type flags struct {
 // run is one nodenet-agent command line (without the program name); it
 // returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "install-cni":
+			return installCNI(args[1:], stdout, stderr)
+		case "version":
+			fmt.Fprintln(stdout, version.Get())
+			return exitOK
+		}
+	}
 	var f flags
 	fs := pflag.NewFlagSet("nodenet-agent", pflag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -35,7 +35,21 @@
 // nodenet uses and which it does without (with the HNS versions that have
 // them), and the backends per load balancer.
 //
+// Uninstalling, on a drained Linux node once the agent is gone:
+//
+//	nodenetctl cleanup [--config FILE] [--dry-run] [--force]
+//
+// cleanup removes what the agent and its DaemonSet left (the conflist,
+// the plugin, the nftables tables inet nodenet, nodenet-hostport and
+// nodenet-egress, the pods' host veths, the vxlan device and the bridge,
+// routes of protocol 78, the sockets, the IPAM store), going by the
+// agent's config, and prints each. It refuses while an agent answers on
+// its socket, and while pods still hold addresses or veths unless
+// --force; --dry-run changes nothing. Sysctls stay as they are. A second
+// run finds nothing and exits 0.
+//
 // Exit status: 0 on success, 1 when a config has errors, the agent can't be
-// reached or a doctor check fails, 2 on a usage error. The logic lives in
-// the agent's packages; this command parses flags and prints.
+// reached, a doctor check fails or cleanup refuses or fails, 2 on a usage
+// error. The logic lives in the agent's packages; this command parses
+// flags and prints.
 package main

@@ -64,8 +64,7 @@ func (c *ctl) dump(args []string) int {
 	return exitOK
 }
 
-// printDump prints each section under a "# title" line: a comment in
-// nft syntax, so an nftables dump stays loadable.
+// printDump prints each section under a "# title" line.
 func printDump(w io.Writer, d *status.Dump) {
 	if len(d.Sections) == 0 {
 		fmt.Fprintf(w, "# the %s dataplane holds nothing\n", d.Dataplane)

@@ -32,6 +32,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runConfig(args[1:], stdout, stderr)
 	case "proxy":
 		return runProxy(args[1:], stdout, stderr)
+	case "cleanup":
+		return runCleanup(args[1:], stdout, stderr)
 	case "status", "services", "dump", "doctor":
 		return newCtl(stdout, stderr).run(args)
 	}
@@ -53,6 +55,7 @@ Commands:
   config validate   check a config and print every warning and error
   config convert    print a kube-proxy, flannel or nodenet config as an AgentConfiguration
   proxy render      print what the service proxy programs for a folder of manifests
+  cleanup           remove what nodenet left on this drained Linux node, after uninstall
 
 Run "nodenetctl <command> [<subcommand>] --help" for its flags.
 `

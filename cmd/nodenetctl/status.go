@@ -13,9 +13,10 @@ import (
 const statusUsage = `Usage: nodenetctl status [flags]
 
   Print what the agent on this node runs: the network (type, name, pod
-  CIDRs, node IP, source VIP, VXLAN VNI and port), DSR, whether each part
-  (network, CNI server, service proxy) is ready and why not, and how long
-  ago the proxy last synced.
+  CIDRs, node IP, source VIP, VXLAN VNI and port), DSR, how many pod
+  attachments the agent released for belonging to no pod sandbox of the
+  container runtime, whether each part (network, CNI server, service
+  proxy) is ready and why not, and how long ago the proxy last synced.
 
 Flags:
 `
@@ -56,6 +57,9 @@ func printStatus(w io.Writer, st *status.Status, now time.Time) {
 		row("Source VIP", orNone(n.SourceVIP))
 		row("DSR", onOff(st.Proxy.DSR))
 		row("Remote nodes", fmt.Sprint(n.RemoteNodes))
+		if o := st.CNI.OrphanRelease; o != nil {
+			row("Orphan release", orphanReleaseDetail(o, now))
+		}
 	})
 	fmt.Fprintln(w)
 	tabulate(w, func(tw io.Writer) {
@@ -86,6 +90,23 @@ func cniDetail(c status.CNIStatus) string {
 	s := "socket " + c.SocketPath + ", conflist " + c.ConflistPath
 	if !c.Ready {
 		s = "pods get \"try again later\" until the network is ready; " + s
+	}
+	return s
+}
+
+// orphanReleaseDetail says what the agent released for belonging to no
+// pod sandbox, and whether it can read the runtime's sandboxes.
+func orphanReleaseDetail(o *status.OrphanReleaseStatus, now time.Time) string {
+	s := fmt.Sprintf("%s released (grace %s), sandboxes from %s", plural(o.Released, "attachment"), o.GracePeriod, o.RuntimeEndpoint)
+	switch {
+	case o.LastError != "":
+		s += fmt.Sprintf("; last check %s failed, nothing released: %s", ago(now, o.LastRun), o.LastError)
+	default:
+		sandboxes := fmt.Sprintf("%d sandboxes", o.Sandboxes)
+		if o.Sandboxes == 1 {
+			sandboxes = "1 sandbox"
+		}
+		s += fmt.Sprintf("; last check %s (%s)", ago(now, o.LastRun), sandboxes)
 	}
 	return s
 }

@@ -100,6 +100,26 @@ func TestStatusTableLines(t *testing.T) {
 			wantNot:   []string{"VXLAN: VNI 0, port 0"},
 		},
 		{
+			name: "released orphans are counted, with the runtime they were checked against",
+			edit: func(s *status.Status) {
+				s.CNI.OrphanRelease = &status.OrphanReleaseStatus{
+					RuntimeEndpoint: "unix:///run/containerd/containerd.sock", GracePeriod: "5m0s", Interval: "1m0s",
+					LastRun: testNow.Add(-20 * time.Second), Sandboxes: 12, Released: 3,
+				}
+			},
+			wantLines: []string{"Orphan release: 3 attachments released (grace 5m0s), sandboxes from unix:///run/containerd/containerd.sock; last check 20s ago (12 sandboxes)"},
+		},
+		{
+			name: "an unreachable runtime says nothing was released and why",
+			edit: func(s *status.Status) {
+				s.CNI.OrphanRelease = &status.OrphanReleaseStatus{
+					RuntimeEndpoint: "unix:///run/containerd/containerd.sock", GracePeriod: "5m0s", Interval: "1m0s",
+					LastRun: testNow.Add(-5 * time.Second), LastError: "connection refused",
+				}
+			},
+			wantLines: []string{"Orphan release: 0 attachments released (grace 5m0s), sandboxes from unix:///run/containerd/containerd.sock; last check 5s ago failed, nothing released: connection refused"},
+		},
+		{
 			name: "a proxy that never synced says never",
 			edit: func(s *status.Status) {
 				s.Proxy.Syncs, s.Proxy.LastSync = 0, time.Time{}

@@ -6,8 +6,10 @@
 //
 // # What is programmed
 //
-// One table, inet nodenet-hostport, owned by us and written only through
-// knftables transactions:
+// One table, inet nodenet-hostport, owned by us and written only in
+// whole transactions, over netlink from inside the agent
+// (internal/nftnl: no nft process; the socket is opened in the node's
+// network namespace, Options.HostNetNS, and stays bound to it):
 //
 //   - four maps, the mappings themselves: hostports-v4 and hostports-v6
 //     (key "protocol . port": a hostPort on every local address of the
@@ -41,22 +43,34 @@
 //     sets it); without, it is routed. The kernel test covers both.
 //
 // Adding a pod's hostPorts is one transaction of map elements, no chain is
-// rewritten; removing them is one transaction of element deletes. A pod
-// without hostPorts costs no nft call at all. The table, chains, maps and
-// rules are "ensured" (added if missing, rules flushed and written again)
-// on first use and on every Ready, which repairs drift; elements survive.
+// rewritten; removing them is one transaction of element deletes (an Add
+// and a Del of one mapping take about a millisecond together,
+// BENCHMARKS.md). A pod
+// without hostPorts costs no kernel call at all. The table, chains, maps
+// and rules are "ensured" (added if missing, rules flushed and written
+// again) on first use and on every Ready, which repairs drift; elements
+// survive.
+//
+// The rules are nft text (what knftables' Fake shows in the unit tests)
+// compiled by internal/nftnl into the expressions nft itself generates:
+// TestTheNetlinkTableIsTheOneNFTWrites programs the same pods through
+// netlink and through nft into two namespaces and compares `nft list`
+// and the kernel's expressions of every rule; TestKernel sends real
+// packets through the netlink-written table. Elements are read back with
+// a netlink GETSETELEM dump, decoded by the maps' types: key, value and
+// the owner comment.
 //
 // A hostPort that another pod holds for the same family, protocol and port
 // on the same hostIP, or on every address when either side is on every
 // address (as Kubernetes' scheduler counts them), fails the ADD with an
 // error that wraps ErrConflict and names the pod holding it; the pod is
-// unwired again. The kernel has the last word: new elements are added with
-// "nft create", which fails if the key exists.
+// unwired again. The kernel has the last word: new elements are created
+// (NLM_F_EXCL, nft's "create"), which fails if the key exists.
 //
 // A mirror of the map elements, loaded from the kernel on first use and
 // again whenever a transaction fails (and on every List and Check), lets
-// Del and Add skip nft for pods without hostPorts. Every write to the table
-// goes through one mutex.
+// Del and Add skip the kernel for pods without hostPorts. Every write to
+// the table goes through one mutex.
 //
 // When a UDP mapping is created, the conntrack entries of UDP flows to its
 // port are deleted (as the reference portmap plugin does): a client that
@@ -80,6 +94,6 @@
 //     net.ipv6.conf.all.forwarding, and no filter forward chain that drops
 //     pod traffic); the node network sets that up, not this package.
 //   - Windows: HNS endpoint policies do hostPorts there; the Wiring exists
-//     on Linux only (knftables v0.0.22 doesn't build elsewhere: it imports
-//     github.com/google/nftables).
+//     on Linux only (nftables, and knftables v0.0.22, which imports
+//     github.com/google/nftables, are Linux-only).
 package hostport

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/internal/nftnl"
 )
 
 // Defaults of Options.
@@ -24,16 +25,18 @@ const (
 type Options struct {
 	// Inner is the pod wiring this one decorates (cni/vethbridge). Required.
 	Inner cni.Wiring
-	// NFT is the nftables interface; it must be bound to family inet and
-	// table TableName (knftables.New(knftables.InetFamily, TableName), or
-	// knftables.NewFake with the same arguments in tests). nil: the real
-	// kernel's, in HostNetNS.
+	// NFT, if set, runs our transactions and listings through knftables
+	// instead of netlink: an Interface bound to family inet and table
+	// TableName (knftables.NewFake with the same arguments in tests;
+	// knftables.New, which runs nft, to compare with what nft writes).
+	// nil (the agent): the kernel's, programmed over a netlink socket
+	// opened in HostNetNS by New; nft is never run.
 	NFT knftables.Interface
 	// TableName is our table. Default: DefaultTableName.
 	TableName string
 	// HostNetNS is the path of the node's network namespace, as in
-	// vethbridge.Options; "" means the agent's own. It is where the nft
-	// commands run when NFT is nil, and where stale UDP conntrack entries
+	// vethbridge.Options; "" means the agent's own. It is where the table
+	// is programmed when NFT is nil, and where stale UDP conntrack entries
 	// are deleted.
 	HostNetNS string
 	// HairpinMark is the packet mark bit that carries "masquerade this
@@ -54,7 +57,7 @@ type conntrack interface {
 // Wiring adds pods' hostPorts to another wiring; see the package doc.
 type Wiring struct {
 	inner cni.Wiring
-	nft   knftables.Interface
+	nft   nftnl.Interface
 	ct    conntrack
 	log   klog.Logger
 	table string
@@ -66,7 +69,7 @@ type Wiring struct {
 	// the first, and again whenever the kernel surprised us.
 	ensured string
 	// loaded says entries mirror the kernel's map elements. The mirror
-	// spares Del and Add the nft calls for pods without hostPorts; it is
+	// spares Del and Add the kernel calls for pods without hostPorts; it is
 	// loaded from the kernel on first use (so an agent restart recovers
 	// every mapping), and dropped and loaded again whenever a transaction
 	// fails.
@@ -76,15 +79,14 @@ type Wiring struct {
 
 var _ cni.Wiring = (*Wiring)(nil)
 
-// New returns a Wiring over opts.Inner. With opts.NFT nil it runs nft
-// (which must be installed, v1.0.1 or later) to check that it works.
+// New returns a Wiring over opts.Inner. With opts.NFT nil it opens a
+// netlink socket in opts.HostNetNS; it writes nothing.
 func New(opts Options) (*Wiring, error) {
 	if opts.Inner == nil {
 		return nil, errors.New("hostport: Options.Inner is required")
 	}
 	w := &Wiring{
 		inner: opts.Inner,
-		nft:   opts.NFT,
 		table: opts.TableName,
 		mark:  opts.HairpinMark,
 		ct:    newConntrack(opts.HostNetNS),
@@ -102,13 +104,15 @@ func New(opts Options) (*Wiring, error) {
 	if opts.Logger != nil {
 		w.log = *opts.Logger
 	}
-	if w.nft == nil {
-		nft, err := newNFT(w.table, opts.HostNetNS)
-		if err != nil {
-			return nil, fmt.Errorf("hostport: nftables: %w", err)
-		}
-		w.nft = nft
+	if opts.NFT != nil {
+		w.nft = nftnl.Knftables(opts.NFT, w.table)
+		return w, nil
 	}
+	conn, err := openConn(w.table, opts.HostNetNS)
+	if err != nil {
+		return nil, fmt.Errorf("hostport: nftables: %w", err)
+	}
+	w.nft = conn
 	return w, nil
 }
 
@@ -131,10 +135,10 @@ func (w *Wiring) Ready(ctx context.Context, nw *cni.NodeNetwork) error {
 }
 
 // Add wires the pod with the inner wiring, then maps its hostPorts in one
-// nft transaction. A pod without hostPorts costs no nft call (once the
-// mirror is loaded, which the first Ready, Add, Del or List does). If the
-// mappings can't be programmed (another pod holds one: ErrConflict) the
-// pod is unwired again and Add fails.
+// nftables transaction. A pod without hostPorts costs no call to the
+// kernel (once the mirror is loaded, which the first Ready, Add, Del or
+// List does). If the mappings can't be programmed (another pod holds one:
+// ErrConflict) the pod is unwired again and Add fails.
 func (w *Wiring) Add(ctx context.Context, nw *cni.NodeNetwork, pod *cni.Pod) (*current.Result, error) {
 	want, err := desired(pod)
 	if err != nil {
@@ -210,7 +214,7 @@ func (w *Wiring) Check(ctx context.Context, nw *cni.NodeNetwork, pod *cni.Pod, p
 	var errs []error
 	if len(want) > 0 {
 		chains, err := w.nft.List(ctx, "chains")
-		if err != nil && !knftables.IsNotFound(err) {
+		if err != nil && !nftnl.IsNotFound(err) {
 			return fmt.Errorf("list chains of table %s: %w", w.table, err)
 		}
 		for _, c := range allChains {
@@ -300,7 +304,7 @@ func (w *Wiring) ensureLocked(ctx context.Context, nw *cni.NodeNetwork) error {
 	if w.ensured == fp {
 		return nil
 	}
-	tx := w.nft.NewTransaction()
+	tx := w.nft.NewTx()
 	r.ensure(tx)
 	if err := w.nft.Run(ctx, tx); err != nil {
 		return fmt.Errorf("program nftables table inet %s: %w", w.table, err)
@@ -315,7 +319,7 @@ func (w *Wiring) loadLocked(ctx context.Context) error {
 	entries := map[key]entry{}
 	for _, m := range allMaps {
 		elems, err := w.nft.ListElements(ctx, "map", m)
-		if knftables.IsNotFound(err) {
+		if nftnl.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
@@ -390,7 +394,7 @@ func (w *Wiring) program(ctx context.Context, nw *cni.NodeNetwork, o owner, want
 		for _, e := range want {
 			wantKeys[e.key] = e
 		}
-		tx := w.nft.NewTransaction()
+		tx := w.nft.NewTx()
 		var removed []key
 		for _, got := range w.sortedEntries() {
 			if got.owner.att != o.att {
@@ -444,7 +448,7 @@ func (w *Wiring) removeMappings(ctx context.Context, att cni.Attachment) error {
 				return err
 			}
 		}
-		tx := w.nft.NewTransaction()
+		tx := w.nft.NewTx()
 		var removed []key
 		for _, got := range w.sortedEntries() {
 			if got.owner.att == att {

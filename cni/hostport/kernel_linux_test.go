@@ -29,12 +29,14 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/containernetworking/plugins/pkg/utils/sysctl"
+	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
 
 	"github.com/nodenet/nodenet/cni"
+	"github.com/nodenet/nodenet/internal/nftnl/nftnltest"
 	"github.com/nodenet/nodenet/internal/testroot"
 )
 
@@ -456,35 +458,111 @@ func TestKernel(t *testing.T) {
 	})
 }
 
-// TestNFTInNetns shows why each nft command, not just knftables.New, must
-// run in the node's netns: knftables execs nft for every call, and the
-// child starts in the netns of the thread that forks it.
-func TestNFTInNetns(t *testing.T) {
+// TestTheTableIsProgrammedInHostNetNS: the Wiring's netlink socket is
+// opened inside HostNetNS and stays bound to it, so every later call
+// programs the node's namespace whatever thread it runs on, and never the
+// caller's.
+func TestTheTableIsProgrammedInHostNetNS(t *testing.T) {
 	n := newTestNet(t)
 	ctx := context.Background()
 	const table = "nodenet-hostport-probe"
-	wrapped, err := newNFT(table, n.node.Path())
+	w, err := New(Options{Inner: newFakeInner(), HostNetNS: n.node.Path(), TableName: table})
 	must(t, err)
-	tx := wrapped.NewTransaction()
-	tx.Add(&knftables.Table{})
-	must(t, wrapped.Run(ctx, tx))
+	must(t, w.Ready(ctx, n.nw))
+	must(t, n.node.Do(func(ns.NetNS) error {
+		out, err := exec.Command("nft", "list", "table", "inet", table).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("the table is not in the node's netns: %w: %s", err, out)
+		}
+		return nil
+	}))
+	if out, err := exec.Command("nft", "list", "table", "inet", table).CombinedOutput(); err == nil {
+		t.Errorf("the table is in the test's own netns too:\n%s", out)
+	}
+}
 
-	t.Run("through the wrapper the table is in the node's netns", func(t *testing.T) {
-		if _, err := wrapped.List(ctx, "chains"); err != nil {
-			t.Errorf("List: %v", err)
-		}
-	})
-	t.Run("the Interface knftables.New made inside the netns looks at the caller's netns", func(t *testing.T) {
-		var raw knftables.Interface
-		must(t, n.node.Do(func(ns.NetNS) error {
-			var err error
-			raw, err = knftables.New(knftables.InetFamily, table)
+// TestTheNetlinkTableIsTheOneNFTWrites programs the same pods through
+// netlink (as the agent does) and through nft (knftables.New, run inside
+// the other namespace) into two namespaces and compares what nft lists
+// after each step: every chain, rule, map and element (with its comment)
+// must read back the same, so the netlink encoding of each rule shape
+// means what its nft text means. The packet tests (TestKernel) then
+// exercise the netlink-written table.
+func TestTheNetlinkTableIsTheOneNFTWrites(t *testing.T) {
+	requireRoot(t)
+	ctx := context.Background()
+	var viaNetlink, viaNFT ns.NetNS
+	for _, p := range []*ns.NetNS{&viaNetlink, &viaNFT} {
+		netNS, err := testutils.NewNS()
+		must(t, err)
+		*p = netNS
+		t.Cleanup(func() {
+			netNS.Close()
+			_ = testutils.UnmountNS(netNS)
+		})
+	}
+	nl, err := New(Options{Inner: newFakeInner(), HostNetNS: viaNetlink.Path()})
+	must(t, err)
+	var text *Wiring
+	must(t, viaNFT.Do(func(ns.NetNS) error {
+		nft, err := knftables.New(knftables.InetFamily, DefaultTableName)
+		if err != nil {
 			return err
-		}))
-		if _, err := raw.List(ctx, "chains"); !knftables.IsNotFound(err) {
-			t.Errorf("List outside the netns: %v, want not found (the test's own netns has no such table)", err)
 		}
-	})
+		text, err = New(Options{Inner: newFakeInner(), NFT: nft, HostNetNS: viaNFT.Path()})
+		return err
+	}))
+
+	nw := testNetwork()
+	web := testPod("web", dual, tcp(30080, 8080), withProto(onIP(tcp(53, 5353), "192.168.1.11"), "udp"),
+		withProto(tcp(9000, 9000), "sctp"), onIP(tcp(30443, 8443), "fd00:1::11"))
+	api := testPod("api", dual4, onIP(tcp(30081, 80), "192.168.1.12"), withProto(tcp(30082, 82), "udp"))
+	for _, step := range []struct {
+		name string
+		do   func(w *Wiring) error
+	}{
+		{"Ready", func(w *Wiring) error { return w.Ready(ctx, nw) }},
+		{"a pod with every kind of hostPort", func(w *Wiring) error { _, err := w.Add(ctx, nw, web); return err }},
+		{"a second pod", func(w *Wiring) error { _, err := w.Add(ctx, nw, api); return err }},
+		{"a retried ADD with other hostPorts", func(w *Wiring) error {
+			_, err := w.Add(ctx, nw, testPod("web", dual, tcp(30080, 9090), tcp(30084, 84)))
+			return err
+		}},
+		{"Del", func(w *Wiring) error { return w.Del(ctx, nw, api) }},
+		{"several pod CIDRs of a family", func(w *Wiring) error {
+			return w.Ready(ctx, &cni.NodeNetwork{PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.9.0/24"),
+				netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("fd00:10:244:1::/64"), netip.MustParsePrefix("fd00:10:244:9::/64")}})
+		}},
+		{"IPv4 pod CIDRs only", func(w *Wiring) error {
+			return w.Ready(ctx, &cni.NodeNetwork{PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24")}})
+		}},
+	} {
+		must(t, step.do(nl))
+		must(t, viaNFT.Do(func(ns.NetNS) error { return step.do(text) }))
+		got, err := nftListIn(viaNetlink)
+		must(t, err)
+		want, err := nftListIn(viaNFT)
+		must(t, err)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: the netlink table differs from nft's (-nft +netlink):\n%s", step.name, diff)
+		}
+		gotExprs, err := ruleExpressions(viaNetlink)
+		must(t, err)
+		wantExprs, err := ruleExpressions(viaNFT)
+		must(t, err)
+		if diff := cmp.Diff(wantExprs, gotExprs); diff != "" {
+			t.Errorf("%s: the kernel holds other expressions for the netlink table's rules (-nft +netlink):\n%s", step.name, diff)
+		}
+		if n := strings.Count(gotExprs, "[ nat dnat "); n != 4 {
+			t.Errorf("%s: %d DNAT expressions read back, want 4:\n%s", step.name, n, gotExprs)
+		}
+		if step.name == "a second pod" && !strings.Contains(got, `comment "c-api/eth0 default/api"`) {
+			t.Errorf("%s: the listing lacks the element comments:\n%s", step.name, got)
+		}
+		if testing.Verbose() {
+			t.Logf("after %s:\n%s", step.name, got)
+		}
+	}
 }
 
 func nft(n ns.NetNS, script string) (out string, err error) {
@@ -507,9 +585,32 @@ func nftList(n ns.NetNS) (out string, err error) {
 	return out, err
 }
 
+// ruleExpressions returns the expressions the kernel holds for our
+// table's rules in n, as `nft --debug=netlink` prints them.
+func ruleExpressions(n ns.NetNS) (out string, err error) {
+	err = n.Do(func(ns.NetNS) error {
+		b, err := exec.Command("nft", "--debug=netlink", "list", "table", "inet", DefaultTableName).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("nft list: %w: %s", err, b)
+		}
+		out = nftnltest.RuleExpressions(string(b))
+		return nil
+	})
+	return out, err
+}
+
+// nftListIn is nftList, failing with nft's output.
+func nftListIn(n ns.NetNS) (string, error) {
+	out, err := nftList(n)
+	if err != nil {
+		return "", fmt.Errorf("nft list: %w: %s", err, out)
+	}
+	return out, nil
+}
+
 // BenchmarkAddDelKernel is BenchmarkAddDelFake against the real kernel
-// (nft runs in a test netns): the cost a pod with one hostPort adds to an
-// ADD and a DEL.
+// (over netlink, in a test netns): the cost a pod with one hostPort adds
+// to an ADD and a DEL.
 func BenchmarkAddDelKernel(b *testing.B) {
 	n := newTestNet(b)
 	ctx := context.Background()

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/nodenet/nodenet/internal/nftnl"
 )
 
 var (
@@ -25,11 +27,24 @@ func (r ruleset) fingerprint() string {
 	return fmt.Sprintf("%s %#x %v", r.table, r.mark, r.podCIDRs)
 }
 
+// hostPortMaps are the four DNAT maps of table.
+func hostPortMaps(table string) []*knftables.Map {
+	m := func(name, typ, comment string) *knftables.Map {
+		return &knftables.Map{Family: knftables.InetFamily, Table: table, Name: name, Type: typ, Comment: &comment}
+	}
+	return []*knftables.Map{
+		m(mapAnyV4, "inet_proto . inet_service : ipv4_addr . inet_service", "hostPorts on every IPv4 address"),
+		m(mapHostIPv4, "ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service", "hostPorts on one IPv4 hostIP"),
+		m(mapAnyV6, "inet_proto . inet_service : ipv6_addr . inet_service", "hostPorts on every IPv6 address"),
+		m(mapHostIPv6, "ipv6_addr . inet_proto . inet_service : ipv6_addr . inet_service", "hostPorts on one IPv6 hostIP"),
+	}
+}
+
 // ensure queues onto tx everything but the elements: the table, the four
 // chains, the four maps (added, so existing elements stay) and the chains'
 // rules (flushed and written again, so rules that drifted are repaired).
 // The whole transaction is atomic: a packet sees the old rules or the new.
-func (r ruleset) ensure(tx *knftables.Transaction) {
+func (r ruleset) ensure(tx *nftnl.Tx) {
 	fam := knftables.InetFamily
 	tx.Add(&knftables.Table{Family: fam, Name: r.table,
 		Comment: knftables.PtrTo("nodenet: pod hostPorts (cni/hostport); written by the nodenet agent")})
@@ -38,22 +53,18 @@ func (r ruleset) ensure(tx *knftables.Transaction) {
 		tx.Add(&knftables.Chain{Family: fam, Table: r.table, Name: name,
 			Type: knftables.PtrTo(knftables.NATType), Hook: &hook, Priority: &prio, Comment: &comment})
 	}
-	// knftables renders named priorities as numbers (dstnat → -100), which
-	// nft 1.0.6 needs on the output hook; we spell them numerically anyway
-	// so the Dump says what the kernel gets.
+	// Priorities are spelled as numbers: the netlink encoder takes nothing
+	// else, nft 1.0.6 refuses "dstnat" on the output hook, and the Fake's
+	// Dump then says what the kernel gets.
 	base(chainPrerouting, knftables.PreroutingHook, "-100", "hostPorts of traffic arriving at the node")
 	base(chainOutput, knftables.OutputHook, "-100", "hostPorts of traffic the node sends to itself")
 	base(chainPostrouting, knftables.PostroutingHook, "100", "masquerade hairpin hostPort traffic")
 	tx.Add(&knftables.Chain{Family: fam, Table: r.table, Name: chainHostPorts,
 		Comment: knftables.PtrTo("DNAT to a local address's hostPort")})
 
-	addMap := func(name, typ, comment string) {
-		tx.Add(&knftables.Map{Family: fam, Table: r.table, Name: name, Type: typ, Comment: &comment})
+	for _, m := range hostPortMaps(r.table) {
+		tx.Add(m)
 	}
-	addMap(mapAnyV4, "inet_proto . inet_service : ipv4_addr . inet_service", "hostPorts on every IPv4 address")
-	addMap(mapHostIPv4, "ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service", "hostPorts on one IPv4 hostIP")
-	addMap(mapAnyV6, "inet_proto . inet_service : ipv6_addr . inet_service", "hostPorts on every IPv6 address")
-	addMap(mapHostIPv6, "ipv6_addr . inet_proto . inet_service : ipv6_addr . inet_service", "hostPorts on one IPv6 hostIP")
 
 	for _, c := range allChains {
 		tx.Flush(&knftables.Chain{Family: fam, Table: r.table, Name: c})

@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
+
+	"github.com/nodenet/nodenet/internal/nftnl"
 )
 
 // TableName is our nftables table, in family inet.
@@ -29,10 +31,12 @@ var (
 
 // Options configures an Egress.
 type Options struct {
-	// NFT is the nftables interface, bound to family inet and table
-	// TableName (knftables.NewFake with the same arguments in tests). nil:
-	// knftables.New(knftables.InetFamily, TableName), which runs nft in the
-	// caller's network namespace.
+	// NFT, if set, runs Ensure and Remove through knftables instead of
+	// netlink: an Interface bound to family inet and table TableName
+	// (knftables.NewFake with the same arguments in tests; knftables.New,
+	// which runs nft, to compare with what nft writes). nil (the agent):
+	// the kernel's, programmed over a netlink socket New opens in the
+	// caller's network namespace; nft is never run.
 	NFT knftables.Interface
 	// Logger logs what Ensure and Remove change. Default:
 	// klog.Background().
@@ -52,26 +56,28 @@ type Spec struct {
 // Egress keeps the egress table; see the package doc. Its methods are safe
 // for concurrent use.
 type Egress struct {
-	nft knftables.Interface
+	nft nftnl.Interface
 	log klog.Logger
 	// mu serializes the list-then-write of Ensure and Remove.
 	mu sync.Mutex
 }
 
-// New returns an Egress. With opts.NFT nil it runs nft (which must be
-// installed) to check that it works; it writes nothing.
+// New returns an Egress. With opts.NFT nil it opens a netlink socket in
+// the caller's network namespace; it writes nothing.
 func New(opts Options) (*Egress, error) {
-	e := &Egress{nft: opts.NFT, log: opts.Logger}
+	e := &Egress{log: opts.Logger}
 	if e.log.GetSink() == nil {
 		e.log = klog.Background()
 	}
-	if e.nft == nil {
-		nft, err := knftables.New(knftables.InetFamily, TableName)
-		if err != nil {
-			return nil, fmt.Errorf("egress: nftables: %w", err)
-		}
-		e.nft = nft
+	if opts.NFT != nil {
+		e.nft = nftnl.Knftables(opts.NFT, TableName)
+		return e, nil
 	}
+	conn, err := nftnl.Open(TableName)
+	if err != nil {
+		return nil, fmt.Errorf("egress: nftables: %w", err)
+	}
+	e.nft = conn
 	return e, nil
 }
 
@@ -86,10 +92,10 @@ func (e *Egress) Ensure(ctx context.Context, spec Spec) (changed bool, err error
 	switch {
 	case err == nil && sameComments(have, want.rules):
 		return false, nil
-	case err != nil && !knftables.IsNotFound(err):
+	case err != nil && !nftnl.IsNotFound(err):
 		return false, fmt.Errorf("egress: list the rules of chain %s: %w", chainName, err)
 	}
-	tx := e.nft.NewTransaction()
+	tx := e.nft.NewTx()
 	// Add before Delete so the delete cannot fail on a missing table; then
 	// build it again from nothing, all in one atomic transaction.
 	tx.Add(&knftables.Table{})
@@ -112,15 +118,15 @@ func (e *Egress) Remove(ctx context.Context) (changed bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, err := e.nft.List(ctx, "chains"); err != nil {
-		if knftables.IsNotFound(err) {
+		if nftnl.IsNotFound(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("egress: look for the table: %w", err)
 	}
-	tx := e.nft.NewTransaction()
+	tx := e.nft.NewTx()
 	tx.Delete(&knftables.Table{})
 	if err := e.nft.Run(ctx, tx); err != nil {
-		if knftables.IsNotFound(err) {
+		if nftnl.IsNotFound(err) {
 			return false, nil // someone else deleted it meanwhile
 		}
 		return false, fmt.Errorf("egress: delete the table: %w", err)
@@ -184,11 +190,11 @@ func plan(spec Spec) ruleset {
 }
 
 // sameComments reports whether have holds exactly want's rules, judged by
-// their comments (nft lists rules back in its own spelling, but keeps
-// comments as written).
-func sameComments(have, want []*knftables.Rule) bool {
-	return slices.EqualFunc(have, want, func(h, w *knftables.Rule) bool {
-		return h.Comment != nil && w.Comment != nil && *h.Comment == *w.Comment
+// their comments: rules are not read back from the kernel, but their
+// comments are kept as written, and each carries the ruleset's hash.
+func sameComments(have []nftnl.Rule, want []*knftables.Rule) bool {
+	return slices.EqualFunc(have, want, func(h nftnl.Rule, w *knftables.Rule) bool {
+		return h.Comment != "" && w.Comment != nil && h.Comment == *w.Comment
 	})
 }
 

@@ -24,16 +24,20 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/knftables"
 
+	"github.com/nodenet/nodenet/internal/nftnl/nftnltest"
 	"github.com/nodenet/nodenet/internal/nsexec"
 	"github.com/nodenet/nodenet/internal/testroot"
 )
@@ -146,7 +150,7 @@ func (n *kernelNet) sourceSeen(t *testing.T, dst netip.Addr) netip.Addr {
 	return from
 }
 
-// inNode runs fn in the node namespace, where nft runs.
+// inNode runs fn in the node namespace, where the egress table is.
 func (n *kernelNet) inNode(t *testing.T, fn func() error) {
 	t.Helper()
 	if err := nsexec.Do(n.node, fn); err != nil {
@@ -206,7 +210,7 @@ func TestInTheKernelPodsLeaveTheClusterWithTheNodesAddressAndReachPodsWithTheirO
 
 	t.Run("a restarted agent finds the kernel's rules equal and writes nothing", func(t *testing.T) {
 		// A rewrite would give the rules new handles.
-		var before, after []int
+		var before, after []uint64
 		n.inNode(t, func() error {
 			restarted, err := New(Options{})
 			if err != nil {
@@ -257,12 +261,101 @@ func TestInTheKernelPodsLeaveTheClusterWithTheNodesAddressAndReachPodsWithTheirO
 	})
 }
 
+// TestTheNetlinkTableIsTheOneNFTWrites ensures the same specs through
+// netlink (as the agent does) and through nft (knftables.New, run inside
+// the other namespace) in two namespaces and compares what nft lists and
+// the expressions the kernel holds for each rule: the netlink encoding of
+// the rules means what their nft text means.
+func TestTheNetlinkTableIsTheOneNFTWrites(t *testing.T) {
+	testroot.Require(t, "network namespaces, nftables")
+	ctx := context.Background()
+	var viaNetlink, viaNFT netns.NsHandle
+	for _, h := range []*netns.NsHandle{&viaNetlink, &viaNFT} {
+		ns, err := nsexec.New()
+		must(t, err)
+		t.Cleanup(func() { ns.Close() })
+		*h = ns
+	}
+	var nl, text *Egress
+	must(t, nsexec.Do(viaNetlink, func() (err error) {
+		nl, err = New(Options{Logger: ktesting.NewLogger(t, ktesting.NewConfig())})
+		return err
+	}))
+	must(t, nsexec.Do(viaNFT, func() error {
+		nft, err := knftables.New(knftables.InetFamily, TableName)
+		if err != nil {
+			return err
+		}
+		text, err = New(Options{NFT: nft, Logger: ktesting.NewLogger(t, ktesting.NewConfig())})
+		return err
+	}))
+	for _, tc := range []struct {
+		name string
+		spec Spec
+	}{
+		{"dual stack", Spec{PodCIDRs: prefixes("10.244.1.0/24", "fd00:10:244:1::/64"), ClusterCIDRs: prefixes("10.244.0.0/16", "fd00:10:244::/56")}},
+		{"several pod and cluster CIDRs", Spec{PodCIDRs: prefixes("10.244.9.0/24", "10.244.1.0/24", "fd00:10:244:1::/64", "fd00:10:244:9::/64"),
+			ClusterCIDRs: prefixes("10.245.0.0/16", "10.244.0.0/16", "fd00:10:244::/56", "fd00:10:245::/56")}},
+		{"a pod CIDR outside the cluster CIDRs, IPv4 only", Spec{PodCIDRs: prefixes("10.99.1.0/24"), ClusterCIDRs: prefixes("10.244.0.0/15")}},
+		{"no pod CIDR", Spec{ClusterCIDRs: prefixes("10.244.0.0/16")}},
+	} {
+		// Ensure writes nothing when the rules are already those of the
+		// spec: start each case from another table.
+		for _, x := range []struct {
+			ns netns.NsHandle
+			e  *Egress
+		}{{viaNetlink, nl}, {viaNFT, text}} {
+			must(t, nsexec.Do(x.ns, func() error {
+				if _, err := x.e.Remove(ctx); err != nil {
+					return err
+				}
+				changed, err := x.e.Ensure(ctx, tc.spec)
+				if err == nil && !changed {
+					err = fmt.Errorf("Ensure reported no change")
+				}
+				return err
+			}))
+		}
+		got, gotExprs := nftListing(t, viaNetlink)
+		want, wantExprs := nftListing(t, viaNFT)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: the netlink table differs from nft's (-nft +netlink):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(wantExprs, gotExprs); diff != "" {
+			t.Errorf("%s: the kernel holds other expressions for the netlink table's rules (-nft +netlink):\n%s", tc.name, diff)
+		}
+		if len(tc.spec.PodCIDRs) > 0 && !strings.Contains(gotExprs, "[ masq flags 0x10 ]") {
+			t.Errorf("%s: no masquerade read back:\n%s", tc.name, gotExprs)
+		}
+	}
+}
+
+// nftListing returns `nft list table inet nodenet-egress` in ns and the
+// expressions of its rules (nft --debug=netlink).
+func nftListing(t *testing.T, ns netns.NsHandle) (listing, exprs string) {
+	t.Helper()
+	must(t, nsexec.Do(ns, func() error {
+		out, err := exec.Command("nft", "list", "table", "inet", TableName).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("nft list: %w: %s", err, out)
+		}
+		listing = string(out)
+		out, err = exec.Command("nft", "--debug=netlink", "list", "table", "inet", TableName).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("nft list: %w: %s", err, out)
+		}
+		exprs = nftnltest.RuleExpressions(string(out))
+		return nil
+	}))
+	return listing, exprs
+}
+
 // handles are the handles of the chain's rules in the kernel.
-func handles(ctx context.Context, e *Egress) ([]int, error) {
+func handles(ctx context.Context, e *Egress) ([]uint64, error) {
 	rules, err := e.nft.ListRules(ctx, chainName)
-	var out []int
+	var out []uint64
 	for _, r := range rules {
-		out = append(out, *r.Handle)
+		out = append(out, r.Handle)
 	}
 	return out, err
 }

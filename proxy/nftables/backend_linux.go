@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
 
+	"github.com/nodenet/nodenet/internal/nftnl"
 	"github.com/nodenet/nodenet/proxy"
 )
 
@@ -193,21 +194,29 @@ func New(opts Options) (*Backend, error) {
 	}
 	b.mark = fmt.Sprintf("0x%08x", mark)
 	b.setMark = "meta mark set meta mark | " + b.mark
-	skeleton := &txn{}
+	skeleton := nftnl.NewRecording(TableName)
 	b.writeSkeleton(skeleton)
 	b.skeletonFP = b.skeletonHash(skeleton)
 	if opts.NFT != nil {
 		b.tr = knftablesTransport{opts.NFT}
 		return b, nil
 	}
-	nl, err := newNetlinkTransport()
+	conn, err := nftnl.Open(TableName)
 	if err != nil {
 		return nil, fmt.Errorf("nftables: %w", err)
 	}
-	if err := nl.learn(skeleton); err != nil {
-		return nil, fmt.Errorf("nftables: %w", err)
+	// The elements of the skeleton's sets and maps are written by
+	// transactions that do not declare them.
+	for _, o := range skeleton.Ops() {
+		if o.Verb != nftnl.VerbAdd {
+			continue
+		}
+		if err := conn.Declare(o.Obj); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("nftables: %w", err)
+		}
 	}
-	b.tr = nl
+	b.tr = netlinkTransport{conn}
 	return b, nil
 }
 

@@ -51,20 +51,17 @@ func benchPort(i, e int) *proxy.ServicePort {
 // the Go side of a sync (planning, diffing, encoding). list reports the
 // objects in listed, or no table.
 type encodeOnly struct {
-	*netlinkTransport
+	netlinkTransport
 	listed      map[string][]string
 	bytes, msgs int
 }
 
 func (e *encodeOnly) run(_ context.Context, tx *txn) error {
-	if tx.err != nil {
-		return tx.err
+	msgs, bytes, err := tx.Discard()
+	if err != nil {
+		return err
 	}
-	tx.enc.flushGroups()
-	tx.enc.b.finish()
-	e.bytes, e.msgs = tx.enc.b.bytes(), tx.enc.b.n
-	tx.enc.b.release()
-	tx.enc = nil
+	e.bytes, e.msgs = bytes, msgs
 	return nil
 }
 
@@ -81,7 +78,7 @@ func newEncodeOnly(b *testing.B, listed map[string][]string) (*Backend, *encodeO
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &encodeOnly{netlinkTransport: be.tr.(*netlinkTransport), listed: listed}
+	e := &encodeOnly{netlinkTransport: be.tr.(netlinkTransport), listed: listed}
 	be.tr = e
 	return be, e
 }

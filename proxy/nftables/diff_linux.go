@@ -162,7 +162,7 @@ func (d *diff) write(tx *txn) {
 	}
 	dels, adds := d.b.reg.ops()
 	for _, e := range dels {
-		tx.elem(true, e, d.b.isMap(e.set))
+		tx.Element(true, e.set, e.key, e.value, d.b.isMap(e.set))
 	}
 	for _, name := range d.delSets {
 		tx.Delete(&knftables.Set{Name: name})
@@ -176,7 +176,7 @@ func (d *diff) write(tx *txn) {
 		}
 	}
 	for _, e := range adds {
-		tx.elem(false, e, d.b.isMap(e.set))
+		tx.Element(false, e.set, e.key, e.value, d.b.isMap(e.set))
 	}
 	// Only rules flushed above jumped to these.
 	for _, name := range unusedPicks {

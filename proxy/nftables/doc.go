@@ -121,7 +121,10 @@
 //
 // The backend builds each sync as a sequence of operations on knftables
 // objects (used as plain descriptions; rules are nft text from a small
-// fixed vocabulary) and hands them to a transport:
+// fixed vocabulary) on an internal/nftnl transaction and hands them to a
+// transport. The netlink encoder, rule compiler, socket and dumps are
+// internal/nftnl's, table-neutral: cni/hostport and overlay/egress
+// program their own tables through the same code.
 //
 //   - netlink (the agent; Options.NFT nil): each operation is encoded as
 //     it is added into nf_tables netlink messages of one
@@ -152,21 +155,24 @@
 // next, so the sync holds the batch and the element registry, never
 // every plan, object and text at once.
 //
-// Rules are compiled from their text by compileRule, which knows exactly
-// the statements the backend writes and refuses anything else; each
-// compiles to the expressions nft 1.0.6 generates for it (read with nft
-// --debug=netlink): in the inet family an ip/ip6 match first checks meta
+// Rules are compiled from their text by nftnl's compileRule, which knows
+// exactly the statements nodenet's tables use and refuses anything else;
+// each compiles to the expressions nft 1.0.6 generates for it (read with
+// nft --debug=netlink): in the inet family an ip/ip6 match first checks meta
 // nfproto and a tcp/udp/sctp field meta l4proto; concatenated keys load
 // each field into the next 4-byte register (a 1-byte protocol or 2-byte
 // port padded to 4); numgen indexes are host-order integers; verdict maps
 // carry verdict data; DNAT from a map takes the address and port from
 // the looked-up value's registers; "{ … }" becomes an anonymous constant
 // set (an interval set for prefixes, adjacent ones merged) created just
-// before its rule; sets carry nft's userdata (typeof, comment) so `nft
-// list` prints them as declared. TestEveryRuleShapeLoadsThroughNetlink
+// before its rule, or with one element a match of that element, as nft
+// does; sets carry nft's userdata (typeof, comment) so `nft list` prints
+// them as declared. TestEveryRuleShapeLoadsThroughNetlink
 // writes a state with every shape through netlink and through nft into
-// two namespaces and requires the two `nft list` outputs to be equal;
-// the packet tests send real traffic through the netlink-built table.
+// two namespaces and requires the two `nft list` outputs, and the
+// expressions the kernel holds for every rule (`nft --debug=netlink
+// list`), to be equal; the packet tests send real traffic through the
+// netlink-built table.
 //
 // Why these libraries: the expressions are marshalled by
 // github.com/google/nftables' expr package (the kernel attribute
@@ -178,9 +184,13 @@
 // buffer; so the batch, socket and dumps are our own, on
 // golang.org/x/sys/unix.
 //
-// The nft binary stays a tool: `nodenetctl` and the agent's status dump
-// run `nft list table`, and tests use it to inspect. Elsewhere,
-// cni/hostport (pod hostPorts, a handful of rules and map elements per
-// pod) and overlay/egress (one chain) still write through knftables and
-// nft: their transactions are small.
+// Nothing in the agent runs nft: the proxy, cni/hostport (pod hostPorts)
+// and overlay/egress (pod egress masquerading) all program their tables
+// over netlink through internal/nftnl, and the agent's status dump
+// (`nodenetctl dump nft`) lists the three tables over netlink too
+// (object names, rule counts and comments, set elements), so the agent's
+// image has no nft. The nft binary stays a tool: tests use it to inspect
+// the kernel and to write the reference tables the netlink ones are
+// compared with, and an operator may run `nft list table inet nodenet`
+// on the node to read the rules themselves.
 package nftables

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netns"
 	"sigs.k8s.io/knftables"
 
+	"github.com/nodenet/nodenet/internal/nftnl/nftnltest"
 	"github.com/nodenet/nodenet/internal/nsexec"
 	"github.com/nodenet/nodenet/internal/testroot"
 	"github.com/nodenet/nodenet/proxy"
@@ -54,6 +55,21 @@ func nftList(ns netns.NsHandle) (string, error) {
 		return nil
 	})
 	return string(out), err
+}
+
+// nftRuleExpressions returns the expressions the kernel holds for the
+// rules of table inet nodenet in ns (nft --debug=netlink).
+func nftRuleExpressions(ns netns.NsHandle) (string, error) {
+	var out string
+	err := nsexec.Do(ns, func() error {
+		b, err := exec.Command("nft", "--debug=netlink", "list", "table", "inet", TableName).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("nft list: %w: %s", err, b)
+		}
+		out = nftnltest.RuleExpressions(string(b))
+		return nil
+	})
+	return out, err
 }
 
 func TestTheKernelAcceptsEverySyncOfTheRepresentativeServices(t *testing.T) {

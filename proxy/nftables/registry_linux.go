@@ -4,8 +4,6 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
-
-	"sigs.k8s.io/knftables"
 )
 
 // registry tracks which service ports claim each set and map element.
@@ -187,20 +185,4 @@ func (r *registry) build(owner string, elems []element, out []element) []element
 		}
 	}
 	return out
-}
-
-// newElement returns the element of set with key and value (as nft
-// spells them: one string each, concatenations included, which knftables
-// writes as they are).
-func newElement(set, key, value string, isMap bool) *knftables.Element {
-	e := &knftables.Element{Key: []string{key}}
-	if isMap {
-		e.Map = set
-		if value != "" {
-			e.Value = []string{value}
-		}
-	} else {
-		e.Set = set
-	}
-	return e
 }

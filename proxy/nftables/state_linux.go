@@ -205,7 +205,7 @@ func (b *Backend) buildTable(state *proxy.State, tx *txn, names bool) *tableBuil
 			}
 		}
 		for _, e := range elems {
-			tx.elem(false, e, b.isMap(e.set))
+			tx.Element(false, e.set, e.key, e.value, b.isMap(e.set))
 		}
 	}
 	if names {

@@ -157,3 +157,25 @@ func RequireBinaries(t testing.TB) Binaries {
 	}
 	return b
 }
+
+// EnvKubectl names kubectl, as hack/build-kubectl.sh --print-env prints
+// it; the installed mode (Options.Install) applies deploy/ with it.
+const EnvKubectl = "NODENET_KUBECTL"
+
+// RequireKubectl returns kubectl's path, skipping t when it is not built
+// (failing it under CI=true, like RequireBinaries).
+func RequireKubectl(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(EnvKubectl)
+	if path != "" {
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
+	}
+	msg := fmt.Sprintf("%s not set or missing (%q): build it with hack/build-kubectl.sh and export what --print-env prints", EnvKubectl, path)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}

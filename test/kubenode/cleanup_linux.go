@@ -75,6 +75,10 @@ func makeCgroupRoot(root string) error {
 // first through CRI while the agent still serves DEL, then the processes,
 // leftover shims and containers, mounts, cgroups and kubelet's symlinks.
 func (n *Node) teardown(t netnode.TB) {
+	if n.installed() {
+		n.teardownInstalled(t)
+		return
+	}
 	n.Kubelet.Stop()
 	if n.Containerd != nil && !n.Containerd.Exited() && n.Agent != nil && !n.Agent.Exited() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -276,5 +280,47 @@ func removeContainerLogLinks(dir string) {
 		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, dir+"/") {
 			_ = os.Remove(p)
 		}
+	}
+}
+
+// teardownInstalled is teardown for a node whose agent is a pod: kubelet
+// stops (so nothing is recreated), every other pod is removed through
+// CRI while the agent pod still serves DEL, then the agent's; then
+// everything in the node's mount namespace ends, and the namespace with
+// its mounts.
+func (n *Node) teardownInstalled(t netnode.TB) {
+	n.Kubelet.Stop()
+	if n.Containerd != nil && !n.Containerd.Exited() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if pods, err := n.crictlPods(ctx); err == nil {
+			var agents []string
+			for _, p := range pods {
+				if p.Namespace == AgentNamespace {
+					agents = append(agents, p.ID)
+					continue
+				}
+				if out, err := n.Crictl(ctx, "rmp", "-f", p.ID); err != nil {
+					t.Logf("kubenode: %s: remove pod %s/%s: %v %s", n.Name, p.Namespace, p.Name, err, out)
+				}
+			}
+			for _, id := range agents {
+				_, _ = n.Crictl(ctx, "rmp", "-f", id)
+			}
+		}
+		cancel()
+	}
+	n.Containerd.Stop()
+	n.stopMountNamespace()
+	var errs []error
+	errs = append(errs, killLeftovers(n.Dir, n.CgroupRoot)...)
+	if err := unmountUnder(n.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeCgroupRoot(n.CgroupRoot); err != nil {
+		errs = append(errs, err)
+	}
+	removeContainerLogLinks(n.Dir)
+	for _, err := range errs {
+		t.Errorf("kubenode: %s cleanup: %v", n.Name, err)
 	}
 }

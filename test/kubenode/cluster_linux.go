@@ -45,6 +45,9 @@ type Options struct {
 	// AgentArgs are appended to every agent's flags; --v=2 (one line per
 	// CNI request) is always there.
 	AgentArgs []string
+	// Install, when set, installs nodenet through its DaemonSet instead
+	// of running nodenet-agent processes (see Install).
+	Install *Install
 	// ClusterDNS sets kubelet's clusterDNS to DNSServiceIP.
 	ClusterDNS bool
 	// Dir is the work dir; empty makes one under os.TempDir. It is
@@ -107,7 +110,7 @@ func New(t netnode.TB, opts Options) *Cluster {
 	}
 	c.makeDir(t)
 	c.BinDir = opts.BinDir
-	if c.BinDir == "" {
+	if c.BinDir == "" && opts.Install == nil {
 		opts.Progress("building nodenet-agent, nodenet-cni and nodenetctl")
 		c.BinDir = filepath.Join(c.Dir, "bin")
 		if err := cluster.BuildBinaries(c.BinDir); err != nil {
@@ -130,12 +133,24 @@ func New(t netnode.TB, opts Options) *Cluster {
 	for i, name := range names {
 		n := c.newNode(t, i, name)
 		c.Nodes = append(c.Nodes, n)
+		if opts.Install != nil {
+			n.startMountNamespace(t)
+		}
 		opts.Progress(fmt.Sprintf("%s: starting containerd, importing %d images", name, len(c.Images)))
 		n.startContainerd(t)
 		n.importImages(t)
+		if opts.Install != nil {
+			n.importNodenetImage(t)
+			opts.Progress(name + ": starting kubelet (no node network yet)")
+			n.startKubelet(t)
+			continue
+		}
 		opts.Progress(name + ": starting kubelet and nodenet-agent")
 		n.startKubelet(t)
 		n.StartAgent(t)
+	}
+	if opts.Install != nil {
+		c.installNodenet(t)
 	}
 	for _, n := range c.Nodes {
 		if err := n.WaitReady(t.Context()); err != nil {

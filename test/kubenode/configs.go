@@ -14,6 +14,10 @@ type containerdSpec struct {
 	CNIConfDir          string
 	CNIBinDir           string
 	Snapshotter         string
+	// NetnsUnderStateDir puts pod network namespaces under State instead
+	// of /var/run/netns (shared by every node's containerd unless each
+	// has its own mount namespace).
+	NetnsUnderStateDir bool
 }
 
 // containerdConfig renders containerd 2.x's config (version 3, the CRI
@@ -35,7 +39,7 @@ func containerdConfig(s containerdSpec) string {
 	fmt.Fprintf(&b, "\n[%s]\n  snapshotter = %s\n", images, q(s.Snapshotter))
 	fmt.Fprintf(&b, "\n[%s.pinned_images]\n  sandbox = %s\n", images, q(s.SandboxImage))
 	const rt = "plugins.'io.containerd.cri.v1.runtime'"
-	fmt.Fprintf(&b, "\n[%s]\n  restrict_oom_score_adj = true\n  netns_mounts_under_state_dir = true\n  enable_selinux = false\n", rt)
+	fmt.Fprintf(&b, "\n[%s]\n  restrict_oom_score_adj = true\n  netns_mounts_under_state_dir = %t\n  enable_selinux = false\n", rt, s.NetnsUnderStateDir)
 	fmt.Fprintf(&b, "\n[%s.containerd]\n  default_runtime_name = \"runc\"\n", rt)
 	fmt.Fprintf(&b, "\n[%s.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n", rt)
 	fmt.Fprintf(&b, "\n[%s.containerd.runtimes.runc.options]\n  BinaryName = %s\n  SystemdCgroup = false\n", rt, q(s.Runc))

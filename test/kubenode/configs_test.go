@@ -78,7 +78,7 @@ func TestContainerdConfigLoads(t *testing.T) {
 	cfg := containerdConfig(containerdSpec{
 		Root: filepath.Join(dir, "root"), State: filepath.Join(dir, "state"),
 		Socket: filepath.Join(dir, "c.sock"), SandboxImage: "registry.k8s.io/pause:3.10.1",
-		Runc: "/opt/runc", CNIConfDir: "/x/net.d", CNIBinDir: "/x/bin", Snapshotter: "overlayfs",
+		Runc: "/opt/runc", CNIConfDir: "/x/net.d", CNIBinDir: "/x/bin", Snapshotter: "overlayfs", NetnsUnderStateDir: true,
 	})
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {

@@ -19,6 +19,12 @@ import (
 	"github.com/nodenet/nodenet/test/netnode"
 )
 
+// OrphanGracePeriod is the agents' cni.orphanGracePeriod: how old an
+// address no pod sandbox holds must be before the agent releases it.
+// Short, so tests converge within Converge; long enough for a sandbox to
+// be listed after its CNI ADD on a loaded machine.
+const OrphanGracePeriod = 20 * time.Second
+
 // Node is one node: its namespace, files and processes.
 type Node struct {
 	*netnode.Node
@@ -39,12 +45,22 @@ type Node struct {
 	CNIDataDir   string
 	StatusSocket string
 
+	// MountNS is the node's mount namespace (/proc/PID/ns/mnt) when
+	// nodenet is installed through its DaemonSet (Options.Install);
+	// containerd and kubelet run in it.
+	MountNS string
+
 	Containerd *Proc
 	Kubelet    *Proc
-	Agent      *Proc
+	// Agent is the agent process; nil when the DaemonSet runs it.
+	Agent *Proc
 
 	agentRuns, containerdRuns int
+	mountNSHolder             *Proc
 }
+
+// installed reports whether the DaemonSet runs the node's agent.
+func (n *Node) installed() bool { return n.Cluster.opts.Install != nil }
 
 // newNode makes the node's files: the agent config, the CNI bin dir with
 // nodenet-cni and loopback, and kubelet's cgroup root.
@@ -53,6 +69,15 @@ func (c *Cluster) newNode(t netnode.TB, i int, name string) *Node {
 	n := &Node{Node: c.Env.Node(name), Cluster: c, Dir: filepath.Join(c.Dir, name)}
 	n.ContainerdSocket = filepath.Join(n.Dir, "containerd", "containerd.sock")
 	n.CgroupRoot = fmt.Sprintf("/nodenet-kubenode-%s-%s", filepath.Base(c.Dir), name)
+	if c.opts.Install != nil {
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			t.Fatalf("kubenode: %v", err)
+		}
+		t.Cleanup(func() { n.teardown(t) })
+		n.newInstallNode(t)
+		n.nodeSetup(t)
+		return n
+	}
 	n.CNIConfDir = filepath.Join(n.Dir, "net.d")
 	n.CNIBinDir = filepath.Join(n.Dir, "bin")
 	n.CNIDataDir = filepath.Join(n.Dir, "data")
@@ -74,6 +99,11 @@ func (c *Cluster) newNode(t netnode.TB, i int, name string) *Node {
 		ConfDir:    n.CNIConfDir,
 		BinDir:     n.CNIBinDir,
 		DataDir:    n.CNIDataDir,
+		// The node's own containerd; addresses no sandbox holds are
+		// released after OrphanGracePeriod rather than the default 5m,
+		// so a test that kills the agent mid-ADD converges.
+		RuntimeEndpoint:   "unix://" + n.ContainerdSocket,
+		OrphanGracePeriod: &metav1.Duration{Duration: OrphanGracePeriod},
 	}
 	// The conntrack table size is the host's; a namespace can't set it.
 	zero := int32(0)
@@ -93,16 +123,23 @@ func (c *Cluster) newNode(t netnode.TB, i int, name string) *Node {
 			t.Fatalf("kubenode: %s: install %s: %v", name, dst, err)
 		}
 	}
+	n.nodeSetup(t)
+	return n
+}
+
+// nodeSetup is what every node gets whoever runs its agent: a default
+// route and kubelet's cgroup root.
+func (n *Node) nodeSetup(t netnode.TB) {
+	t.Helper()
 	// A real node has a default route; without one, the node's own
 	// connections to a ClusterIP fail at the route lookup, before any
 	// service proxy's DNAT (kube-proxy needs it too).
-	if out, err := n.Run(t.Context(), "ip", "route", "replace", "default", "via", c.Env.HostIP.String()); err != nil {
-		t.Fatalf("kubenode: %s: default route: %v: %s", name, err, out)
+	if out, err := n.Run(t.Context(), "ip", "route", "replace", "default", "via", n.Cluster.Env.HostIP.String()); err != nil {
+		t.Fatalf("kubenode: %s: default route: %v: %s", n.Name, err, out)
 	}
 	if err := makeCgroupRoot(n.CgroupRoot); err != nil {
-		t.Fatalf("kubenode: %s: %v", name, err)
+		t.Fatalf("kubenode: %s: %v", n.Name, err)
 	}
-	return n
 }
 
 // startContainerd writes the node's containerd config and runs it in the
@@ -124,22 +161,31 @@ func (n *Node) StartContainerd() error {
 	c := n.Cluster
 	dir := filepath.Join(n.Dir, "containerd")
 	cfgPath := filepath.Join(dir, "config.toml")
-	cfg := containerdConfig(containerdSpec{
-		Root:         filepath.Join(dir, "root"),
-		State:        filepath.Join(dir, "state"),
-		Socket:       n.ContainerdSocket,
-		SandboxImage: c.Pause,
-		Runc:         c.Bins.Runc,
-		CNIConfDir:   n.CNIConfDir,
-		CNIBinDir:    n.CNIBinDir,
-		Snapshotter:  "overlayfs",
-	})
+	spec := containerdSpec{
+		Root:               filepath.Join(dir, "root"),
+		State:              filepath.Join(dir, "state"),
+		Socket:             n.ContainerdSocket,
+		SandboxImage:       c.Pause,
+		Runc:               c.Bins.Runc,
+		CNIConfDir:         n.CNIConfDir,
+		CNIBinDir:          n.CNIBinDir,
+		Snapshotter:        "overlayfs",
+		NetnsUnderStateDir: true,
+	}
+	if n.installed() {
+		// Inside the node's mount namespace: the paths a real node's
+		// containerd uses, which are the node's own directories there.
+		spec.Socket = "/run/containerd/containerd.sock"
+		spec.CNIConfDir, spec.CNIBinDir = "/etc/cni/net.d", "/opt/cni/bin"
+		spec.NetnsUnderStateDir = false
+	}
+	cfg := containerdConfig(spec)
 	if err := writeFile(cfgPath, cfg); err != nil {
 		return err
 	}
 	path := filepath.Dir(c.Bins.ContainerdShim) + ":" + filepath.Dir(c.Bins.Runc) + ":" + os.Getenv("PATH")
 	n.containerdRuns++
-	p, err := startProc(n.Name+" containerd", n.Path, c.Bins.Containerd,
+	p, err := startProcNS(n.Name+" containerd", n.Path, n.MountNS, c.Bins.Containerd,
 		[]string{"--config", cfgPath, "--log-level", "info"},
 		[]string{"PATH=" + path}, filepath.Join(n.Dir, "containerd.log"))
 	if err != nil {
@@ -204,7 +250,7 @@ func (n *Node) startKubelet(t netnode.TB) {
 	spec := kubeletSpec{
 		NodeIP:        n.IP.String(),
 		CgroupRoot:    n.CgroupRoot,
-		RuntimeSocket: n.ContainerdSocket,
+		RuntimeSocket: n.kubeletRuntimeSocket(),
 		ResolvConf:    resolv,
 		PodLogsDir:    filepath.Join(n.Dir, "pod-logs"),
 		MaxPods:       110,
@@ -224,11 +270,19 @@ func (n *Node) startKubelet(t netnode.TB) {
 		"--hostname-override=" + n.Name,
 		"--v=2",
 	}
-	p, err := startProc(n.Name+" kubelet", n.Path, c.Bins.Kubelet, args, nil, filepath.Join(n.Dir, "kubelet.log"))
+	p, err := startProcNS(n.Name+" kubelet", n.Path, n.MountNS, c.Bins.Kubelet, args, nil, filepath.Join(n.Dir, "kubelet.log"))
 	if err != nil {
 		t.Fatalf("kubenode: %v", err)
 	}
 	n.Kubelet = p
+}
+
+// kubeletRuntimeSocket is containerd's socket as kubelet sees it.
+func (n *Node) kubeletRuntimeSocket() string {
+	if n.installed() {
+		return "/run/containerd/containerd.sock"
+	}
+	return n.ContainerdSocket
 }
 
 // StartAgent (re)starts nodenet-agent in the node's namespace, as the

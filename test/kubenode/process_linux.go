@@ -29,6 +29,12 @@ type Proc struct {
 // volume mounts must be visible to containerd and runc); it execs in
 // place, so the PID is bin's own.
 func startProc(name, netnsPath, bin string, args []string, env []string, logPath string) (*Proc, error) {
+	return startProcNS(name, netnsPath, "", bin, args, env, logPath)
+}
+
+// startProcNS is startProc also entering the mount namespace at
+// mountNSPath unless it is empty (an installed node's, see Install).
+func startProcNS(name, netnsPath, mountNSPath, bin string, args []string, env []string, logPath string) (*Proc, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -36,10 +42,17 @@ func startProc(name, netnsPath, bin string, args []string, env []string, logPath
 	defer log.Close() // the child holds its own descriptor
 	fmt.Fprintf(log, "=== %s %s %s\n", time.Now().UTC().Format(time.RFC3339), bin, strings.Join(args, " "))
 	var cmd *exec.Cmd
-	if netnsPath == "" {
+	var ns []string
+	if netnsPath != "" {
+		ns = append(ns, "--net="+netnsPath)
+	}
+	if mountNSPath != "" {
+		ns = append(ns, "--mount="+mountNSPath)
+	}
+	if len(ns) == 0 {
 		cmd = exec.CommandContext(context.Background(), bin, args...)
 	} else {
-		cmd = exec.CommandContext(context.Background(), "nsenter", append([]string{"--net=" + netnsPath, "--", bin}, args...)...)
+		cmd = exec.CommandContext(context.Background(), "nsenter", append(append(ns, "--", bin), args...)...)
 	}
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log

@@ -89,17 +89,6 @@ func (c *Cluster) WaitRunning(ctx context.Context, ns, name string) (*corev1.Pod
 	return got, nil
 }
 
-// podWhy is a pod's waiting reasons, for messages.
-func podWhy(p *corev1.Pod) string {
-	var why []string
-	for _, s := range p.Status.ContainerStatuses {
-		if s.State.Waiting != nil {
-			why = append(why, s.State.Waiting.Reason+": "+s.State.Waiting.Message)
-		}
-	}
-	return strings.Join(why, "; ")
-}
-
 // events lists the events about an object, for failure messages.
 func (c *Cluster) events(ctx context.Context, ns, name string) string {
 	list, err := c.Client.CoreV1().Events(ns).List(context.WithoutCancel(ctx), metav1.ListOptions{
@@ -207,12 +196,12 @@ func (n *Node) AllocatedIPs() ([]netip.Addr, error) {
 // (ADD, DEL, CHECK, GC, STATUS), from its log (--v=2 logs one line per
 // request).
 func (n *Node) CNIVerbs() (map[string]int, error) {
-	data, err := os.ReadFile(filepath.Join(n.Dir, "agent.log"))
+	data, err := n.agentLog()
 	if err != nil {
 		return nil, err
 	}
 	counts := map[string]int{}
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(data, "\n") {
 		if !strings.Contains(line, "CNI request") {
 			continue
 		}

@@ -32,6 +32,26 @@ import (
 
 const defaultFocus = `\[sig-network\].*\[Conformance\]`
 
+// networkFocus and networkSkips are kube-proxy's own periodic
+// sig-network job's (ci-kubernetes-kind-network in kubernetes/test-infra,
+// config/jobs/kubernetes/sig-network/sig-network-kind.yaml), limited to
+// [sig-network] specs.
+const networkFocus = `\[sig-network\]`
+
+var networkSkips = []Skip{
+	{Pattern: `\[Feature:(Networking-IPv6|Example|Federation|PerformanceDNS)\]`, Reason: "skipped by kube-proxy's ci-kubernetes-kind-network job (IPv6-only, examples, federation, DNS performance)"},
+	{Pattern: `LB.health.check|LoadBalancer|load.balancer|GCE`, Reason: "skipped by ci-kubernetes-kind-network: needs a cloud load balancer"},
+	{Pattern: `NetworkPolicy`, Reason: "skipped by ci-kubernetes-kind-network: NetworkPolicy is its own job (nodenet's is a later issue)"},
+	{Pattern: `DualStack`, Reason: "skipped by ci-kubernetes-kind-network: this cluster is single-stack IPv4"},
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // baseSkips are specs this environment cannot run, whatever nodenet does.
 var baseSkips = []Skip{}
 
@@ -44,7 +64,25 @@ func main() {
 	focus := flag.String("focus", defaultFocus, "which specs")
 	timeout := flag.Duration("timeout", 90*time.Minute, "bound on the e2e run")
 	note := flag.String("note", "", "what of the environment differs from the build scripts' (goes into the report)")
+	profile := flag.String("profile", "conformance", "which specs: conformance ([sig-network] conformance specs) or network (kube-proxy's own periodic job, ci-kubernetes-kind-network: every [sig-network] spec but its skips); -focus overrides")
+	mode := flag.String("mode", "install", "how nodenet runs: install (make image, then kubectl apply -k deploy/: the DaemonSet, as users install it) or process (nodenet-agent processes the harness starts, for debugging)")
 	flag.Parse()
+	var extraSkips []Skip
+	switch *profile {
+	case "conformance":
+	case "network":
+		if !flagSet("focus") {
+			*focus = networkFocus
+		}
+		extraSkips = networkSkips
+	default:
+		fmt.Fprintf(os.Stderr, "conformance: -profile %q: want conformance or network\n", *profile)
+		os.Exit(2)
+	}
+	if *mode != "install" && *mode != "process" {
+		fmt.Fprintf(os.Stderr, "conformance: -mode %q: want install or process\n", *mode)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -58,7 +96,7 @@ func main() {
 	}
 	var failed bool
 	err := cluster.RunProgram(ctx, os.Stderr, func(p *cluster.Program) {
-		failed = run(p, config{bin: *bin, nodes: *nodes, out: *out, work: *work, procs: *procs, focus: *focus, timeout: *timeout, note: *note})
+		failed = run(p, config{mode: *mode, profile: *profile, skips: extraSkips, bin: *bin, nodes: *nodes, out: *out, work: *work, procs: *procs, focus: *focus, timeout: *timeout, note: *note})
 	})
 	fmt.Fprintf(os.Stderr, "conformance: logs in %s\n", *work)
 	if err != nil {
@@ -71,9 +109,10 @@ func main() {
 }
 
 type config struct {
-	bin, out, work, focus, note string
-	nodes, procs                int
-	timeout                     time.Duration
+	mode, profile, bin, out, work, focus, note string
+	skips                                      []Skip
+	nodes, procs                               int
+	timeout                                    time.Duration
 }
 
 // run returns whether any spec failed.
@@ -85,20 +124,38 @@ func run(p *cluster.Program, cfg config) bool {
 	ginkgo := os.Getenv("NODENET_GINKGO")
 	kubectl := os.Getenv("NODENET_KUBECTL")
 	coredns := os.Getenv("NODENET_COREDNS")
-	skips := append([]Skip(nil), baseSkips...)
+	skips := append(append([]Skip(nil), baseSkips...), cfg.skips...)
 	if coredns == "" {
 		skips = append(skips, Skip{Pattern: `\[sig-network\] DNS`, Reason: "CoreDNS not built (NODENET_COREDNS unset), so the cluster has no DNS"})
 	}
 
 	start := time.Now()
-	c := kubenode.New(p, kubenode.Options{
+	opts := kubenode.Options{
 		Nodes:      cfg.nodes,
 		BinDir:     cfg.bin,
 		ClusterDNS: coredns != "",
 		Dir:        filepath.Join(cfg.work, "cluster"),
 		KeepLogs:   true,
 		Progress:   func(s string) { p.Logf("conformance: %s", s) },
-	})
+	}
+	installed := "nodenet-agent processes the harness starts (-mode process)"
+	if cfg.mode == "install" {
+		if kubectl == "" {
+			p.Fatalf("NODENET_KUBECTL not set (hack/build-kubectl.sh --print-env): -mode install applies deploy/ with it")
+		}
+		p.Logf("conformance: building the image (make image, this platform)")
+		archive, ref, err := kubenode.BuildImage(p.Context(), filepath.Join(cfg.work, "image"), imageVersion())
+		if err != nil {
+			p.Fatalf("%v", err)
+		}
+		deploy, err := kubenode.DeployDir(p.Context())
+		if err != nil {
+			p.Fatalf("%v", err)
+		}
+		opts.Install = &kubenode.Install{ImageArchive: archive, Image: ref, DeployDir: deploy, Kubectl: kubectl}
+		installed = "the DaemonSet: image " + ref + " built by make image, installed with kubectl apply -k on an overlay of deploy/ that only sets the image"
+	}
+	c := kubenode.New(p, opts)
 	if coredns != "" {
 		if err := startCoreDNS(p, c, coredns); err != nil {
 			p.Fatalf("CoreDNS: %v", err)
@@ -172,6 +229,8 @@ func run(p *cluster.Program, cfg config) bool {
 		Verbs:    verbs,
 		Notes:    notes,
 		EnvNote:  cfg.note,
+		Install:  installed,
+		Profile:  cfg.profile,
 	}
 	pass, fail, skip := Counts(results)
 	p.Logf("conformance: %d specs: %d passed, %d failed, %d skipped", len(results), pass, fail, skip)
@@ -182,6 +241,16 @@ func run(p *cluster.Program, cfg config) bool {
 		p.Logf("conformance: wrote %s", cfg.out)
 	}
 	return fail > 0
+}
+
+// imageVersion is the version the conformance image reports: the
+// commit, as make image names it.
+func imageVersion() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty", "--tags").Output()
+	if v := strings.TrimSpace(string(out)); err == nil && v != "" {
+		return v
+	}
+	return "conformance"
 }
 
 // notes explain failures the environment causes, by spec name fragment;

@@ -1,4 +1,4 @@
-package nftables
+package nftnl
 
 import (
 	"encoding/binary"
@@ -12,15 +12,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The backend's rule vocabulary, compiled to nf_tables expressions. The
-// backend writes rules as nft text (it is also what render, logs and the
-// knftables Fake show); compileRule turns each into the expressions nft
-// itself generates for it — taken from `nft --debug=netlink` on nft
-// 1.0.6 for every rule shape the backend writes (inet family: an ip or
-// ip6 match first checks meta nfproto, a tcp/udp/sctp field meta
-// l4proto; concatenations load each field into the next 4-byte
-// register). Anything outside the vocabulary is an error, not a guess:
-// TestEveryRuleShapeLoadsThroughNetlink lists the kernel's view of each.
+// The rule vocabulary, compiled to nf_tables expressions. Callers write
+// rules as nft text (it is also what logs, `nodenetctl proxy render` and
+// the knftables Fake show); compileRule turns each into the expressions
+// nft itself generates for it — taken from `nft --debug=netlink` on nft
+// 1.0.6 for every rule shape the proxy, cni/hostport and overlay/egress
+// write (inet family: an ip or ip6 match first checks meta nfproto, a
+// tcp/udp/sctp field meta l4proto; concatenations load each field into
+// the next 4-byte register). Anything outside the vocabulary is an error,
+// not a guess: each user's tests write its table through netlink and
+// through nft and compare what `nft list` prints
+// (TestEveryRuleShapeLoadsThroughNetlink in proxy/nftables,
+// TestTheNetlinkTableIsTheOneNFTWrites in cni/hostport and overlay/egress).
 
 // Register numbers (include/uapi/linux/netfilter/nf_tables.h): 0 is the
 // verdict, 1-4 the 16-byte registers, 8-23 the 4-byte ones (8 = 1).
@@ -117,8 +120,8 @@ func fieldByExpr(e string) (keyField, bool) {
 	return keyField{}, false
 }
 
-// setType is what the backend needs to know of a set or map to write
-// its declaration and encode its elements.
+// setType is what the encoder needs to know of a set or map to write its
+// declaration and encode (and decode) its elements.
 type setType struct {
 	key, data []keyField
 	verdict   bool // a verdict map
@@ -354,7 +357,17 @@ type ruleCompiler struct {
 	fam   byte // the nfproto the rule already checks (0: none)
 	l4    byte // the l4proto it already checks
 	anon  []anonSet
+	nat   []string
 	newID func() uint32
+}
+
+// compiledRule is a rule's expressions, the anonymous sets they use, and
+// the maps a "dnat … to <concatenation> map @m" looks its address and
+// port up in (the encoder checks their value is address . port).
+type compiledRule struct {
+	exprs   []expr.Any
+	anon    []anonSet
+	natMaps []string
 }
 
 func (c *ruleCompiler) fail(format string, args ...any) error {
@@ -523,14 +536,14 @@ func (c *ruleCompiler) concat(first *loader) (int, error) {
 func setRef(t string) (string, bool) { return strings.CutPrefix(t, "@") }
 
 // compileRule compiles text; newID numbers the anonymous sets it needs.
-func compileRule(text string, newID func() uint32) ([]expr.Any, []anonSet, error) {
+func compileRule(text string, newID func() uint32) (compiledRule, error) {
 	c := &ruleCompiler{text: text, toks: strings.Fields(text), newID: newID}
 	for c.i < len(c.toks) {
 		if err := c.statement(); err != nil {
-			return nil, nil, err
+			return compiledRule{}, err
 		}
 	}
-	return c.out, c.anon, nil
+	return compiledRule{exprs: c.out, anon: c.anon, natMaps: c.nat}, nil
 }
 
 func (c *ruleCompiler) statement() error {
@@ -696,7 +709,7 @@ func (c *ruleCompiler) ipMatch(ip string) error {
 		return nil
 	}
 	if t == "{" {
-		as := anonSet{id: c.newID(), v6: ip == "ip6"}
+		as := anonSet{v6: ip == "ip6"}
 		for {
 			e := strings.TrimSuffix(c.next(), ",")
 			if e == "}" || e == "" {
@@ -711,9 +724,15 @@ func (c *ruleCompiler) ipMatch(ip string) error {
 			}
 			as.elems = append(as.elems, p)
 		}
-		if len(as.elems) == 0 {
+		switch len(as.elems) {
+		case 0:
 			return c.fail("empty set")
+		case 1:
+			// nft matches a one-element set as the element itself.
+			c.matchPrefix(as.elems[0], off, n, op)
+			return nil
 		}
+		as.id = c.newID()
 		c.anon = append(c.anon, as)
 		load(n)
 		c.emit(&expr.Lookup{SourceRegister: 1, SetName: "__set%d", SetID: as.id, Invert: neg})
@@ -722,6 +741,16 @@ func (c *ruleCompiler) ipMatch(ip string) error {
 	p, err := parsePrefixOrAddr(t)
 	if err != nil || p.Addr().Is6() != (ip == "ip6") {
 		return c.fail("bad address %q", t)
+	}
+	c.matchPrefix(p, off, n, op)
+	return nil
+}
+
+// matchPrefix compares the n-byte address field at off with p (an
+// address: a prefix of its full length).
+func (c *ruleCompiler) matchPrefix(p netip.Prefix, off, n uint32, op expr.CmpOp) {
+	load := func(l uint32) {
+		c.emit(&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: l})
 	}
 	p = p.Masked()
 	addr := p.Addr().AsSlice()
@@ -739,7 +768,6 @@ func (c *ruleCompiler) ipMatch(ip string) error {
 		c.emit(&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: n, Mask: m, Xor: make([]byte, n)},
 			&expr.Cmp{Op: op, Register: 1, Data: addr})
 	}
-	return nil
 }
 
 func (c *ruleCompiler) cmpOp(neg bool) expr.CmpOp {
@@ -769,9 +797,22 @@ func (c *ruleCompiler) lookupTail() error {
 }
 
 // meta compiles "meta l4proto tcp", "meta l4proto . th dport vmap @m",
-// "meta mark set meta mark | M" (or ^ M) and "meta mark & M == V".
+// "meta nfproto ipv4" (or ipv6), "meta mark set meta mark | M" (or ^ M)
+// and "meta mark & M == V".
 func (c *ruleCompiler) meta() error {
 	switch c.next() {
+	case "nfproto":
+		// An explicit match: written even if an earlier match implied it,
+		// and what later ip/ip6 matches and a dnat of the family rely on.
+		ip := map[string]string{"ipv4": "ip", "ipv6": "ip6"}[c.next()]
+		if ip == "" {
+			return c.fail("unknown nfproto")
+		}
+		if want := map[string]byte{"ip": unix.NFPROTO_IPV4, "ip6": unix.NFPROTO_IPV6}[ip]; c.fam != 0 && c.fam != want {
+			return c.fail("mixes families")
+		}
+		c.fam = 0
+		return c.needFamily(ip)
 	case "l4proto":
 		if c.peek() == "." {
 			first := loader{words: 1, load: func(w int) expr.Any { return &expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg(w)} }}
@@ -834,8 +875,10 @@ func (c *ruleCompiler) needL4Always(proto string) error {
 	return c.needL4(proto)
 }
 
-// dnat compiles "dnat ip to A:P" and "dnat ip addr . port to <concat>
-// map @m".
+// dnat compiles "dnat ip to A:P", "dnat ip addr . port to <concat> map
+// @m" and "dnat ip to <concat> map @m" (the same, spelled without "addr .
+// port": nft generates the same expressions when @m's value is address .
+// port, which the encoder checks).
 func (c *ruleCompiler) dnat() error {
 	fam := c.next()
 	nfFam := uint32(unix.NFPROTO_IPV4)
@@ -847,18 +890,21 @@ func (c *ruleCompiler) dnat() error {
 	default:
 		return c.fail("unknown dnat family %q", fam)
 	}
+	checked := true // the map's value is declared address . port
 	if c.peek() == "to" {
 		c.next()
-		ap, err := netip.ParseAddrPort(c.next())
-		if err != nil || ap.Addr().Is6() != (fam == "ip6") {
-			return c.fail("bad dnat target")
+		if ap, err := netip.ParseAddrPort(c.peek()); err == nil {
+			c.next()
+			if ap.Addr().Is6() != (fam == "ip6") {
+				return c.fail("bad dnat target")
+			}
+			c.emit(&expr.Immediate{Register: 1, Data: ap.Addr().AsSlice()},
+				&expr.Immediate{Register: 2, Data: binary.BigEndian.AppendUint16(nil, ap.Port())},
+				&expr.NAT{Type: expr.NATTypeDestNAT, Family: nfFam, RegAddrMin: 1, RegProtoMin: 2, Specified: true})
+			return nil
 		}
-		c.emit(&expr.Immediate{Register: 1, Data: ap.Addr().AsSlice()},
-			&expr.Immediate{Register: 2, Data: binary.BigEndian.AppendUint16(nil, ap.Port())},
-			&expr.NAT{Type: expr.NATTypeDestNAT, Family: nfFam, RegAddrMin: 1, RegProtoMin: 2, Specified: true})
-		return nil
-	}
-	if err := c.expect("addr", ".", "port", "to"); err != nil {
+		checked = false
+	} else if err := c.expect("addr", ".", "port", "to"); err != nil {
 		return err
 	}
 	if _, err := c.concat(nil); err != nil {
@@ -870,6 +916,9 @@ func (c *ruleCompiler) dnat() error {
 	set, ok := setRef(c.next())
 	if !ok {
 		return c.fail("dnat map wants a map")
+	}
+	if !checked {
+		c.nat = append(c.nat, set)
 	}
 	c.emit(&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: set},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: nfFam, RegAddrMin: 1, RegProtoMin: reg(addrWords)})

@@ -1,11 +1,10 @@
-package nftables
+package nftnl
 
 import (
-	"context"
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/nftables/expr"
@@ -13,145 +12,14 @@ import (
 	"sigs.k8s.io/knftables"
 )
 
-// netlinkTransport programs the table over a NETLINK_NETFILTER socket of
-// this process: no nft process, no text.
-type netlinkTransport struct {
-	sock *nlSocket
-	// types are the declared types of the sets and maps whose elements
-	// the backend writes (the skeleton's), by name: an element's key
-	// and value are encoded by them.
-	types map[string]*setType
-}
-
-func newNetlinkTransport() (*netlinkTransport, error) {
-	s, err := openNetlink()
-	if err != nil {
-		return nil, err
-	}
-	return &netlinkTransport{sock: s, types: map[string]*setType{}}, nil
-}
-
-// learn records the types of the sets and maps tx declares.
-func (n *netlinkTransport) learn(tx *txn) error {
-	for _, o := range tx.ops {
-		if o.verb != verbAdd {
-			continue
-		}
-		switch o := o.obj.(type) {
-		case *knftables.Set:
-			st, err := parseSetType(o.Type, o.TypeOf, false)
-			if err != nil {
-				return fmt.Errorf("set %s: %w", o.Name, err)
-			}
-			st.interval = hasFlag(o.Flags, knftables.IntervalFlag)
-			n.types[o.Name] = st
-		case *knftables.Map:
-			st, err := parseSetType(o.Type, o.TypeOf, true)
-			if err != nil {
-				return fmt.Errorf("map %s: %w", o.Name, err)
-			}
-			n.types[o.Name] = st
-		}
-	}
-	return nil
-}
-
-func hasFlag(fs []knftables.SetFlag, f knftables.SetFlag) bool {
-	for _, x := range fs {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
-
-func (n *netlinkTransport) newTxn() *txn {
-	e := &encoder{t: n, b: newBatch(n.sock.seq + 1), groups: map[groupKey]*elemGroup{}}
-	return &txn{sink: e.add, enc: e}
-}
-
-func (n *netlinkTransport) run(ctx context.Context, tx *txn) error {
-	e := tx.enc
-	if tx.err != nil {
-		e.b.release()
-		return tx.err
-	}
-	e.flushGroups()
-	e.b.finish()
-	err := n.sock.send(ctx, e.b)
-	e.b.release()
-	tx.enc = nil // the batch's buffers go with it
-	return err
-}
-
-// list dumps the table's chains and sets (nf_tables GETCHAIN and GETSET
-// dumps; the kernel dumps every table of the family, so the table is
-// checked here).
-func (n *netlinkTransport) list(ctx context.Context) (map[string][]string, error) {
-	var m msgBuf
-	m.str(unix.NFTA_TABLE_NAME, TableName)
-	if err := n.sock.request(ctx, unix.NFT_MSG_GETTABLE, 0, m.b, func([]byte) {}); err != nil {
-		return nil, err
-	}
-	out := map[string][]string{}
-	m = msgBuf{}
-	m.str(unix.NFTA_CHAIN_TABLE, TableName)
-	err := n.sock.request(ctx, unix.NFT_MSG_GETCHAIN, unix.NLM_F_DUMP, m.b, func(b []byte) {
-		var table, name string
-		attrs(b, func(typ uint16, data []byte) {
-			switch typ {
-			case unix.NFTA_CHAIN_TABLE:
-				table = string(trimNul(data))
-			case unix.NFTA_CHAIN_NAME:
-				name = string(trimNul(data))
-			}
-		})
-		if table == TableName {
-			out["chain"] = append(out["chain"], name)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	m = msgBuf{}
-	m.str(unix.NFTA_SET_TABLE, TableName)
-	err = n.sock.request(ctx, unix.NFT_MSG_GETSET, unix.NLM_F_DUMP, m.b, func(b []byte) {
-		var table, name string
-		var flags uint32
-		attrs(b, func(typ uint16, data []byte) {
-			switch typ {
-			case unix.NFTA_SET_TABLE:
-				table = string(trimNul(data))
-			case unix.NFTA_SET_NAME:
-				name = string(trimNul(data))
-			case unix.NFTA_SET_FLAGS:
-				if len(data) == 4 {
-					flags = binary.BigEndian.Uint32(data)
-				}
-			}
-		})
-		if table != TableName || flags&unix.NFT_SET_ANONYMOUS != 0 {
-			return
-		}
-		typ := "set"
-		if flags&unix.NFT_SET_MAP != 0 {
-			typ = "map"
-		}
-		out[typ] = append(out[typ], name)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // encoder writes a transaction's operations into a batch as they come.
 // Set elements are gathered per set and operation into NEWSETELEM and
 // DELSETELEM messages as large as the kernel takes (the element list is
-// one attribute, whose length is 16 bits), so a full sync of 100k
+// one attribute, whose length is 16 bits), so a full proxy sync of 100k
 // elements is about a hundred messages, not 100k.
 type encoder struct {
-	t      *netlinkTransport
+	c      *Conn
+	table  string
 	b      *batch
 	groups map[groupKey]*elemGroup
 	order  []groupKey // groups in the order they were opened
@@ -161,11 +29,32 @@ type encoder struct {
 	// already compiled: a full sync writes the same few texts (a goto to
 	// a pick chain, the masquerade mark) thousands of times.
 	rules map[string][]byte
+	// types are the sets and maps this batch adds (their types) and
+	// deletes (nil); dropAll says it deletes the table. The Conn takes
+	// them on once the batch is committed.
+	types   map[string]*setType
+	dropAll bool
+	// cache holds the Conn's set types this batch used.
+	cache map[string]*setType
 }
+
+func newEncoder(c *Conn) *encoder {
+	return &encoder{c: c, table: c.table, b: newBatch(), groups: map[groupKey]*elemGroup{},
+		types: map[string]*setType{}, cache: map[string]*setType{}}
+}
+
+// elemOp is what a NEWSETELEM/DELSETELEM message does to its elements.
+type elemOp uint8
+
+const (
+	elemAdd    elemOp = iota // add, or keep
+	elemCreate               // add, or fail if the key is there (NLM_F_EXCL)
+	elemDelete
+)
 
 type groupKey struct {
 	set string
-	del bool
+	op  elemOp
 }
 
 // elemGroup is a NEWSETELEM/DELSETELEM message being filled.
@@ -175,39 +64,90 @@ type elemGroup struct {
 	count int
 }
 
-func (e *encoder) add(v txVerb, o knftables.Object) error {
+// createFlags are the netlink flags of an add (or, with VerbCreate, a
+// create) of a table, chain or set.
+func createFlags(v Verb) uint16 {
+	if v == VerbCreate {
+		return unix.NLM_F_CREATE | unix.NLM_F_EXCL
+	}
+	return unix.NLM_F_CREATE
+}
+
+func (e *encoder) add(v Verb, o knftables.Object) error {
+	if err := e.owns(o); err != nil {
+		return err
+	}
 	switch o := o.(type) {
 	case *knftables.Table:
-		return e.table(v, o)
+		return e.tableOp(v, o)
 	case *knftables.Chain:
 		return e.chain(v, o)
 	case *knftables.Rule:
-		if v != verbAdd || o.Index != nil || o.Handle != nil {
-			return fmt.Errorf("netlink: only appending rules is supported (chain %s)", o.Chain)
+		switch {
+		case v == VerbDelete && o.Handle != nil:
+			return e.deleteRule(o)
+		case (v == VerbAdd || v == VerbCreate) && o.Index == nil && o.Handle == nil:
+			return e.rule(o)
 		}
-		return e.rule(o)
+		return fmt.Errorf("netlink: rule of chain %s: only appending rules, and deleting them by handle, is supported", o.Chain)
 	case *knftables.Set:
 		return e.set(v, o.Name, o.Type, o.TypeOf, false, o.Flags, o.Timeout, o.Comment)
 	case *knftables.Map:
 		return e.set(v, o.Name, o.Type, o.TypeOf, true, o.Flags, o.Timeout, o.Comment)
 	case *knftables.Element:
-		if v == verbFlush {
-			return fmt.Errorf("netlink: cannot flush an element")
-		}
 		name := o.Set
 		if o.Map != "" {
 			name = o.Map
 		}
-		if len(o.Key) != 1 || len(o.Value) > 1 {
-			return fmt.Errorf("netlink: element of %s: want one key and at most one value string", name)
+		if len(o.Key) == 0 {
+			return fmt.Errorf("netlink: element of %s without a key", name)
 		}
-		value := ""
-		if len(o.Value) == 1 {
-			value = o.Value[0]
+		op := elemAdd
+		switch v {
+		case VerbCreate:
+			op = elemCreate
+		case VerbDelete:
+			op = elemDelete
+		case VerbFlush:
+			return fmt.Errorf("netlink: cannot flush an element")
 		}
-		return e.element(v == verbDelete, name, o.Key[0], value)
+		comment := ""
+		if o.Comment != nil && op != elemDelete {
+			comment = *o.Comment
+		}
+		// knftables keeps the fields of a concatenation apart; nft text
+		// joins them.
+		return e.element(op, name, strings.Join(o.Key, " . "), strings.Join(o.Value, " . "), comment)
 	}
 	return fmt.Errorf("netlink: unsupported object %T", o)
+}
+
+// owns refuses an object that names another family or table than the
+// encoder's (knftables' Interface refuses those too).
+func (e *encoder) owns(o knftables.Object) error {
+	var fam knftables.Family
+	var table string
+	switch o := o.(type) {
+	case *knftables.Table:
+		fam, table = o.Family, o.Name
+	case *knftables.Chain:
+		fam, table = o.Family, o.Table
+	case *knftables.Rule:
+		fam, table = o.Family, o.Table
+	case *knftables.Set:
+		fam, table = o.Family, o.Table
+	case *knftables.Map:
+		fam, table = o.Family, o.Table
+	case *knftables.Element:
+		fam, table = o.Family, o.Table
+	}
+	if fam != "" && fam != knftables.InetFamily {
+		return fmt.Errorf("netlink: object of family %s: this connection programs table inet %s", fam, e.table)
+	}
+	if table != "" && table != e.table {
+		return fmt.Errorf("netlink: object of table %s: this connection programs table inet %s", table, e.table)
+	}
+	return nil
 }
 
 func (e *encoder) reset() *msgBuf {
@@ -215,19 +155,21 @@ func (e *encoder) reset() *msgBuf {
 	return &e.m
 }
 
-func (e *encoder) table(v txVerb, o *knftables.Table) error {
+func (e *encoder) tableOp(v Verb, o *knftables.Table) error {
 	m := e.reset()
-	m.str(unix.NFTA_TABLE_NAME, TableName)
+	m.str(unix.NFTA_TABLE_NAME, e.table)
 	switch v {
-	case verbAdd:
+	case VerbAdd, VerbCreate:
 		m.u32(unix.NFTA_TABLE_FLAGS, 0)
 		if o.Comment != nil {
 			m.attr(nftaTableUserdata, udataTLV(nil, 0, append([]byte(*o.Comment), 0))) // NFTNL_UDATA_TABLE_COMMENT
 		}
-		e.b.nft(unix.NFT_MSG_NEWTABLE, unix.NLM_F_CREATE, m.b, TableName)
-	case verbDelete:
+		e.b.nft(unix.NFT_MSG_NEWTABLE, createFlags(v), m.b, e.table)
+	case VerbDelete:
 		e.flushGroups()
-		e.b.nft(unix.NFT_MSG_DELTABLE, 0, m.b, TableName)
+		e.b.nft(unix.NFT_MSG_DELTABLE, 0, m.b, e.table)
+		e.dropAll = true
+		clear(e.types)
 	default:
 		return fmt.Errorf("netlink: cannot flush the table")
 	}
@@ -249,11 +191,11 @@ var hooks = map[knftables.BaseChainHook]uint32{
 	knftables.PostroutingHook: unix.NF_INET_POST_ROUTING,
 }
 
-func (e *encoder) chain(v txVerb, o *knftables.Chain) error {
+func (e *encoder) chain(v Verb, o *knftables.Chain) error {
 	m := e.reset()
 	switch v {
-	case verbAdd:
-		m.str(unix.NFTA_CHAIN_TABLE, TableName)
+	case VerbAdd, VerbCreate:
+		m.str(unix.NFTA_CHAIN_TABLE, e.table)
 		m.str(unix.NFTA_CHAIN_NAME, o.Name)
 		if o.Hook != nil {
 			hook, ok := hooks[*o.Hook]
@@ -273,15 +215,15 @@ func (e *encoder) chain(v txVerb, o *knftables.Chain) error {
 		if o.Comment != nil {
 			m.attr(nftaChainUserdata, udataTLV(nil, 0, append([]byte(*o.Comment), 0)))
 		}
-		e.b.nft(unix.NFT_MSG_NEWCHAIN, unix.NLM_F_CREATE, m.b, o.Name)
-	case verbFlush:
-		m.str(unix.NFTA_RULE_TABLE, TableName)
+		e.b.nft(unix.NFT_MSG_NEWCHAIN, createFlags(v), m.b, o.Name)
+	case VerbFlush:
+		m.str(unix.NFTA_RULE_TABLE, e.table)
 		m.str(unix.NFTA_RULE_CHAIN, o.Name)
 		e.b.nft(unix.NFT_MSG_DELRULE, 0, m.b, o.Name)
-	case verbDelete:
+	case VerbDelete:
 		// Elements may still point at it until their deletion is sent.
 		e.flushGroups()
-		m.str(unix.NFTA_CHAIN_TABLE, TableName)
+		m.str(unix.NFTA_CHAIN_TABLE, e.table)
 		m.str(unix.NFTA_CHAIN_NAME, o.Name)
 		e.b.nft(unix.NFT_MSG_DELCHAIN, 0, m.b, o.Name)
 	}
@@ -291,15 +233,20 @@ func (e *encoder) chain(v txVerb, o *knftables.Chain) error {
 func (e *encoder) rule(o *knftables.Rule) error {
 	list, ok := e.rules[o.Rule]
 	if !ok {
-		exprs, anon, err := compileRule(o.Rule, func() uint32 { e.anonID++; return e.anonID })
+		r, err := compileRule(o.Rule, func() uint32 { e.anonID++; return e.anonID })
 		if err != nil {
 			return err
 		}
-		for _, as := range anon {
+		for _, m := range r.natMaps {
+			if err := e.checkNATMap(o.Rule, m); err != nil {
+				return err
+			}
+		}
+		for _, as := range r.anon {
 			e.anonSet(as)
 		}
 		var lm msgBuf
-		for _, x := range exprs {
+		for _, x := range r.exprs {
 			data, err := expr.Marshal(unix.NFPROTO_INET, x)
 			if err != nil {
 				return fmt.Errorf("rule %q: %w", o.Rule, err)
@@ -309,7 +256,7 @@ func (e *encoder) rule(o *knftables.Rule) error {
 		list = lm.b
 		// A rule with an anonymous set refers to it by its id: not
 		// reusable.
-		if len(anon) == 0 {
+		if len(r.anon) == 0 {
 			if e.rules == nil {
 				e.rules = map[string][]byte{}
 			}
@@ -317,7 +264,7 @@ func (e *encoder) rule(o *knftables.Rule) error {
 		}
 	}
 	m := e.reset()
-	m.str(unix.NFTA_RULE_TABLE, TableName)
+	m.str(unix.NFTA_RULE_TABLE, e.table)
 	m.str(unix.NFTA_RULE_CHAIN, o.Chain)
 	l := m.begin(unix.NFTA_RULE_EXPRESSIONS)
 	m.b = append(m.b, list...)
@@ -326,6 +273,30 @@ func (e *encoder) rule(o *knftables.Rule) error {
 		m.attr(unix.NFTA_RULE_USERDATA, udataTLV(nil, 0, append([]byte(*o.Comment), 0))) // NFTNL_UDATA_RULE_COMMENT
 	}
 	e.b.nft(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, m.b, o.Chain)
+	return nil
+}
+
+// checkNATMap checks that map m, which a "dnat … to <concatenation> map
+// @m" rule uses, has address . port values: what that spelling means to
+// nft, and what the expressions compiled for it load.
+func (e *encoder) checkNATMap(rule, m string) error {
+	st := e.setType(m)
+	if st == nil {
+		return fmt.Errorf("rule %q: map %s is not declared to this connection (add it, or Declare it, first)", rule, m)
+	}
+	if !st.isMap || st.verdict || len(st.data) != 2 || (st.data[0].typeID != typeIPv4 && st.data[0].typeID != typeIPv6) ||
+		st.data[1].typeID != typeInetServ {
+		return fmt.Errorf("rule %q: map %s does not map to address . port", rule, m)
+	}
+	return nil
+}
+
+func (e *encoder) deleteRule(o *knftables.Rule) error {
+	m := e.reset()
+	m.str(unix.NFTA_RULE_TABLE, e.table)
+	m.str(unix.NFTA_RULE_CHAIN, o.Chain)
+	m.u64(unix.NFTA_RULE_HANDLE, uint64(*o.Handle))
+	e.b.nft(unix.NFT_MSG_DELRULE, 0, m.b, fmt.Sprintf("%s (rule handle %d)", o.Chain, *o.Handle))
 	return nil
 }
 
@@ -340,7 +311,7 @@ func (e *encoder) anonSet(as anonSet) {
 		flags |= unix.NFT_SET_INTERVAL
 	}
 	m := e.reset()
-	m.str(unix.NFTA_SET_TABLE, TableName)
+	m.str(unix.NFTA_SET_TABLE, e.table)
 	m.str(unix.NFTA_SET_NAME, "__set%d")
 	m.u32(unix.NFTA_SET_FLAGS, flags)
 	m.u32(unix.NFTA_SET_KEY_TYPE, key.typeID)
@@ -350,7 +321,7 @@ func (e *encoder) anonSet(as anonSet) {
 	e.b.nft(unix.NFT_MSG_NEWSET, unix.NLM_F_CREATE, m.b, "(anonymous)")
 
 	m = e.reset()
-	m.str(unix.NFTA_SET_ELEM_LIST_TABLE, TableName)
+	m.str(unix.NFTA_SET_ELEM_LIST_TABLE, e.table)
 	m.str(unix.NFTA_SET_ELEM_LIST_SET, "__set%d")
 	m.u32(unix.NFTA_SET_ELEM_LIST_SET_ID, as.id)
 	l := m.begin(unix.NFTA_SET_ELEM_LIST_ELEMENTS)
@@ -395,27 +366,28 @@ func elemKey(m *msgBuf, key, data []byte, flags uint32) {
 	m.end(el)
 }
 
-func (e *encoder) set(v txVerb, name, typ, typeOf string, isMap bool, flags []knftables.SetFlag, timeout *time.Duration, comment *string) error {
+func (e *encoder) set(v Verb, name, typ, typeOf string, isMap bool, flags []knftables.SetFlag, timeout *time.Duration, comment *string) error {
 	m := e.reset()
 	switch v {
-	case verbFlush:
+	case VerbFlush:
 		// A DELSETELEM without elements flushes the set; what is
 		// pending for it goes first.
 		e.flushSet(name)
-		m.str(unix.NFTA_SET_ELEM_LIST_TABLE, TableName)
+		m.str(unix.NFTA_SET_ELEM_LIST_TABLE, e.table)
 		m.str(unix.NFTA_SET_ELEM_LIST_SET, name)
 		e.b.nft(unix.NFT_MSG_DELSETELEM, 0, m.b, name+" (flush)")
 		return nil
-	case verbDelete:
+	case VerbDelete:
 		e.flushSet(name)
-		m.str(unix.NFTA_SET_TABLE, TableName)
+		m.str(unix.NFTA_SET_TABLE, e.table)
 		m.str(unix.NFTA_SET_NAME, name)
 		e.b.nft(unix.NFT_MSG_DELSET, 0, m.b, name)
+		e.types[name] = nil
 		return nil
 	}
-	st, err := parseSetType(typ, typeOf, isMap)
+	st, err := declaredType(name, typ, typeOf, isMap, flags)
 	if err != nil {
-		return fmt.Errorf("netlink: set %s: %w", name, err)
+		return fmt.Errorf("netlink: %w", err)
 	}
 	var f uint32
 	if isMap {
@@ -435,7 +407,7 @@ func (e *encoder) set(v txVerb, name, typ, typeOf string, isMap bool, flags []kn
 			return fmt.Errorf("netlink: set %s: unsupported flag %q", name, fl)
 		}
 	}
-	m.str(unix.NFTA_SET_TABLE, TableName)
+	m.str(unix.NFTA_SET_TABLE, e.table)
 	m.str(unix.NFTA_SET_NAME, name)
 	m.u32(unix.NFTA_SET_FLAGS, f)
 	m.u32(unix.NFTA_SET_KEY_TYPE, concatID(st.key))
@@ -459,21 +431,49 @@ func (e *encoder) set(v txVerb, name, typ, typeOf string, isMap bool, flags []kn
 		c = *comment
 	}
 	m.attr(unix.NFTA_SET_USERDATA, st.userdata(c))
-	e.b.nft(unix.NFT_MSG_NEWSET, unix.NLM_F_CREATE, m.b, name)
+	e.b.nft(unix.NFT_MSG_NEWSET, createFlags(v), m.b, name)
+	// Its elements, in this transaction and (once it is committed)
+	// later ones, are encoded by this type.
+	e.types[name] = st
 	return nil
 }
 
-// element adds (or deletes) one element to its set's open message.
-func (e *encoder) element(del bool, name, key, value string) error {
-	st := e.t.types[name]
+// setType returns the type of set name: added in this batch, or known to
+// the Conn (and not deleted in this batch); or nil.
+func (e *encoder) setType(name string) *setType {
+	if st, ok := e.types[name]; ok {
+		return st
+	}
+	if e.dropAll {
+		return nil
+	}
+	if st := e.cache[name]; st != nil {
+		return st
+	}
+	st := e.c.typeOf(name)
+	if st != nil {
+		e.cache[name] = st
+	}
+	return st
+}
+
+// element adds (or creates, or deletes) one element to its set's open
+// message.
+func (e *encoder) element(op elemOp, name, key, value, comment string) error {
+	st := e.setType(name)
 	if st == nil {
-		return fmt.Errorf("netlink: element of %s: not a set this backend declares", name)
+		return fmt.Errorf("netlink: element of %s: not a set this connection knows (add it, or Declare it, first)", name)
 	}
 	// Deleting then adding a key (a changed value) must stay in order.
-	if other := e.groups[groupKey{name, !del}]; other != nil && other.count > 0 {
-		e.emitGroup(groupKey{name, !del})
+	for _, other := range [...]elemOp{elemAdd, elemCreate, elemDelete} {
+		if other == op {
+			continue
+		}
+		if g := e.groups[groupKey{name, other}]; g != nil && g.count > 0 {
+			e.emitGroup(groupKey{name, other})
+		}
 	}
-	k := groupKey{name, del}
+	k := groupKey{name, op}
 	g := e.groups[k]
 	if g == nil {
 		g = &elemGroup{}
@@ -481,12 +481,12 @@ func (e *encoder) element(del bool, name, key, value string) error {
 	}
 	if g.count == 0 {
 		g.m.b = g.m.b[:0]
-		g.m.str(unix.NFTA_SET_ELEM_LIST_TABLE, TableName)
+		g.m.str(unix.NFTA_SET_ELEM_LIST_TABLE, e.table)
 		g.m.str(unix.NFTA_SET_ELEM_LIST_SET, name)
 		g.list = g.m.begin(unix.NFTA_SET_ELEM_LIST_ELEMENTS)
 		e.order = append(e.order, k)
 	}
-	if err := encodeElement(&g.m, st, key, value, del); err != nil {
+	if err := encodeElement(&g.m, st, key, value, comment, op == elemDelete); err != nil {
 		return fmt.Errorf("netlink: element of %s: %w", name, err)
 	}
 	g.count++
@@ -496,7 +496,7 @@ func (e *encoder) element(del bool, name, key, value string) error {
 	return nil
 }
 
-func encodeElement(m *msgBuf, st *setType, key, value string, del bool) error {
+func encodeElement(m *msgBuf, st *setType, key, value, comment string, del bool) error {
 	if st.interval {
 		p, err := parsePrefixOrAddr(key)
 		if err != nil {
@@ -546,6 +546,13 @@ func encodeElement(m *msgBuf, st *setType, key, value string, del bool) error {
 		}
 		m.end(d)
 	}
+	if comment != "" && !del {
+		if len(comment) > knftables.CommentLengthMax {
+			m.b = m.b[:at]
+			return fmt.Errorf("%q: comment longer than %d bytes", key, knftables.CommentLengthMax)
+		}
+		m.attr(unix.NFTA_SET_ELEM_USERDATA, udataTLV(nil, 0, append([]byte(comment), 0))) // NFTNL_UDATA_SET_ELEM_COMMENT
+	}
 	m.end(el)
 	return nil
 }
@@ -559,7 +566,10 @@ func (e *encoder) emitGroup(k groupKey) {
 	g.m.end(g.list)
 	msg := unix.NFT_MSG_NEWSETELEM
 	var flags uint16 = unix.NLM_F_CREATE
-	if k.del {
+	switch k.op {
+	case elemCreate:
+		flags |= unix.NLM_F_EXCL
+	case elemDelete:
 		msg, flags = unix.NFT_MSG_DELSETELEM, 0
 	}
 	e.b.nft(msg, flags, g.m.b, k.set)
@@ -568,8 +578,9 @@ func (e *encoder) emitGroup(k groupKey) {
 
 // flushSet emits what is pending for one set.
 func (e *encoder) flushSet(name string) {
-	e.emitGroup(groupKey{name, true})
-	e.emitGroup(groupKey{name, false})
+	e.emitGroup(groupKey{name, elemDelete})
+	e.emitGroup(groupKey{name, elemAdd})
+	e.emitGroup(groupKey{name, elemCreate})
 }
 
 // flushGroups emits every pending element message, in the order the

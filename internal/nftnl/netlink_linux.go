@@ -1,4 +1,4 @@
-package nftables
+package nftnl
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The netlink side of the backend: nf_tables messages written into one
+// The socket side: nf_tables messages written into one
 // NFNL_MSG_BATCH_BEGIN … NFNL_MSG_BATCH_END batch, sent with one sendmsg
 // (the kernel handles a batch per sendmsg: nfnetlink_rcv_batch in
 // net/netfilter/nfnetlink.c aborts one whose END is not in the same
 // message buffer), committed whole or not at all. That is how nft sends
 // its transactions too (libmnl batches, SO_SNDBUFFORCE sized to the
-// batch), minus the text.
+// batch), minus the text. Requests and dumps (the GET messages) go over
+// the same socket, one at a time.
 
 const (
 	nlmsgHdrLen = 16
@@ -141,8 +142,10 @@ func (b *batch) release() {
 	}
 }
 
-func newBatch(seq uint32) *batch {
-	b := &batch{first: seq, seq: seq - 1}
+// newBatch returns a batch numbered from 1; send renumbers it after the
+// socket's last exchange.
+func newBatch() *batch {
+	b := &batch{first: 1, seq: 0}
 	b.message(unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES, nil, "batch")
 	b.n = 0
 	return b
@@ -197,6 +200,25 @@ func (b *batch) finish() {
 	b.n = n
 }
 
+// renumber gives the batch's messages the sequence numbers from first
+// on.
+func (b *batch) renumber(first uint32) {
+	delta := first - b.first
+	if delta == 0 {
+		return
+	}
+	for _, c := range b.chunks {
+		for at := 0; at+nlmsgHdrLen <= len(c); at += int(binary.NativeEndian.Uint32(c[at:])) {
+			binary.NativeEndian.PutUint32(c[at+8:], binary.NativeEndian.Uint32(c[at+8:])+delta)
+		}
+	}
+	b.first += delta
+	b.seq += delta
+	if b.ack != 0 {
+		b.ack += delta
+	}
+}
+
 func (b *batch) bytes() int {
 	n := 0
 	for _, c := range b.chunks {
@@ -205,16 +227,32 @@ func (b *batch) bytes() int {
 	return n
 }
 
-// nlSocket is a NETLINK_NETFILTER socket, bound to the network namespace
+// socket is a NETLINK_NETFILTER socket, bound to the network namespace
 // it was opened in.
-type nlSocket struct {
-	mu  sync.Mutex
-	fd  int
-	seq uint32
-	buf []byte // receive buffer, dropped after each exchange
+type socket struct {
+	mu      sync.Mutex
+	fd      int
+	closed  bool
+	seq     uint32
+	buf     []byte // receive buffer, dropped after each exchange
+	cleanup runtime.Cleanup
 }
 
-func openNetlink() (*nlSocket, error) {
+// close closes the socket now instead of when it is collected.
+func (s *socket) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.cleanup.Stop()
+	return unix.Close(s.fd)
+}
+
+var errClosed = errors.New("netlink: the connection is closed")
+
+func openNetlink() (*socket, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 	if err != nil {
 		return nil, fmt.Errorf("netlink socket: %w", err)
@@ -232,42 +270,53 @@ func openNetlink() (*nlSocket, error) {
 	// Report errors with the failing message only, not a copy of it.
 	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
 	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
-	s := &nlSocket{fd: fd, seq: uint32(time.Now().Unix())}
-	// A Backend has no Close (proxy.Backend is used for the life of the
-	// process); a discarded one (tests, restarts in-process) frees its
-	// socket when collected.
-	runtime.AddCleanup(s, func(fd int) { unix.Close(fd) }, fd)
+	s := &socket{fd: fd, seq: uint32(time.Now().Unix())}
+	// A Conn dropped without Close (the proxy's Backend has none: it is
+	// used for the life of the process) frees its socket when collected.
+	s.cleanup = runtime.AddCleanup(s, func(fd int) { unix.Close(fd) }, fd)
 	return s, nil
 }
 
-// nlError is an error the kernel returned for one message of a batch.
-type nlError struct {
-	errno unix.Errno
-	what  string
-	msg   string // the kernel's extended ack message, if any
+// Error is an error the kernel returned for one message: of a batch (the
+// operation and the object it named) or of a request. It unwraps to its
+// errno: errors.Is(err, unix.ENOENT) says an object was missing
+// (IsNotFound), unix.EEXIST that a created one was there.
+type Error struct {
+	Errno unix.Errno
+	// What names the failed message: "add chain prerouting", "delete
+	// elements of hostports-v4", "list table inet nodenet", ...
+	What string
+	// Msg is the kernel's extended ack message, if any.
+	Msg string
 }
 
-func (e *nlError) Error() string {
-	s := e.what + ": " + e.errno.Error()
-	if e.msg != "" {
-		s += " (" + e.msg + ")"
+func (e *Error) Error() string {
+	s := e.What + ": " + e.Errno.Error()
+	if e.Msg != "" {
+		s += " (" + e.Msg + ")"
 	}
 	return s
 }
 
-func (e *nlError) Unwrap() error { return e.errno }
+func (e *Error) Unwrap() error { return e.Errno }
 
 // send sends b with one sendmsg and waits for the kernel's verdict on
 // it: the ack of the last message, or the first error.
-func (s *nlSocket) send(ctx context.Context, b *batch) error {
+func (s *socket) send(ctx context.Context, b *batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if b.ack == 0 {
 		return nil // nothing to commit
 	}
+	// Numbered after every earlier exchange, so late answers to those
+	// are told apart.
+	b.renumber(s.seq + 1)
 	size := b.bytes()
 	// netlink_sendmsg refuses a message larger than the send buffer;
 	// the kernel doubles what is asked for.
@@ -298,7 +347,7 @@ func (s *nlSocket) send(ctx context.Context, b *batch) error {
 			if i := int(seq - b.first); i > 0 && i < len(b.what) {
 				what = msgNames[b.kind[i]&0xff] + " " + b.what[i]
 			}
-			first = &nlError{errno: errno, what: what, msg: msg}
+			first = &Error{Errno: errno, What: what, Msg: msg}
 		}
 		// The kernel answers every message of the batch before the
 		// ack of the last one; an error on BEGIN is a failed commit.
@@ -310,11 +359,11 @@ func (s *nlSocket) send(ctx context.Context, b *batch) error {
 	return err
 }
 
-// msgNames name the nf_tables messages the backend sends, for errors.
+// msgNames name the nf_tables messages a batch holds, for errors.
 var msgNames = map[uint16]string{
 	unix.NFT_MSG_NEWTABLE: "add table", unix.NFT_MSG_DELTABLE: "delete table",
 	unix.NFT_MSG_NEWCHAIN: "add chain", unix.NFT_MSG_DELCHAIN: "delete chain",
-	unix.NFT_MSG_NEWRULE: "add rule to chain", unix.NFT_MSG_DELRULE: "flush chain",
+	unix.NFT_MSG_NEWRULE: "add rule to chain", unix.NFT_MSG_DELRULE: "delete rules of chain",
 	unix.NFT_MSG_NEWSET: "add set", unix.NFT_MSG_DELSET: "delete set",
 	unix.NFT_MSG_NEWSETELEM: "add elements to", unix.NFT_MSG_DELSETELEM: "delete elements of",
 }
@@ -326,7 +375,7 @@ type nlHeader struct {
 
 // receive reads messages into fn until it reports done, a dump ends, or
 // the socket fails.
-func (s *nlSocket) receive(ctx context.Context, fn func(nlHeader, []byte) (done bool, err error)) error {
+func (s *socket) receive(ctx context.Context, fn func(nlHeader, []byte) (done bool, err error)) error {
 	if s.buf == nil {
 		s.buf = make([]byte, recvBufBytes)
 	}
@@ -395,10 +444,16 @@ func trimNul(b []byte) []byte {
 }
 
 // request sends one nf_tables request (a dump with unix.NLM_F_DUMP) and
-// hands every answer's attributes to fn.
-func (s *nlSocket) request(ctx context.Context, msg int, flags uint16, attrs []byte, fn func(attrs []byte)) error {
+// hands every answer's attributes to fn; what names it in errors.
+func (s *socket) request(ctx context.Context, msg int, flags uint16, attrs []byte, what string, fn func(attrs []byte)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.seq++
 	seq := s.seq
 	m := make([]byte, 0, nlmsgHdrLen+nfgenHdrLen+len(attrs))
@@ -419,7 +474,7 @@ func (s *nlSocket) request(ctx context.Context, msg int, flags uint16, attrs []b
 		if h.typ == unix.NLMSG_ERROR {
 			errno, _, m := parseAck(data)
 			if errno != 0 {
-				return true, &nlError{errno: errno, what: "list", msg: m}
+				return true, &Error{Errno: errno, What: what, Msg: m}
 			}
 			return true, nil
 		}
