@@ -89,18 +89,7 @@ func (n *Node) teardown(t netnode.TB) {
 	}
 	n.Agent.Stop()
 	n.Containerd.Stop()
-	var errs []error
-	errs = append(errs, killLeftovers(n.Dir, n.CgroupRoot)...)
-	if err := unmountUnder(n.Dir); err != nil {
-		errs = append(errs, err)
-	}
-	if err := removeCgroupRoot(n.CgroupRoot); err != nil {
-		errs = append(errs, err)
-	}
-	removeContainerLogLinks(n.Dir)
-	for _, err := range errs {
-		t.Errorf("kubenode: %s cleanup: %v", n.Name, err)
-	}
+	n.removeLeftovers(t)
 }
 
 // killLeftovers SIGKILLs, by PID, every process of the node's that
@@ -311,6 +300,13 @@ func (n *Node) teardownInstalled(t netnode.TB) {
 	}
 	n.Containerd.Stop()
 	n.stopMountNamespace()
+	n.removeLeftovers(t)
+}
+
+// removeLeftovers removes what the node's processes left once they
+// stopped: surviving shims and containers, mounts under the node's dir,
+// its cgroups and kubelet's log symlinks.
+func (n *Node) removeLeftovers(t netnode.TB) {
 	var errs []error
 	errs = append(errs, killLeftovers(n.Dir, n.CgroupRoot)...)
 	if err := unmountUnder(n.Dir); err != nil {
